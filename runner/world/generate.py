@@ -1,0 +1,60 @@
+"""Generate the whole enterprise in memory: vendors run in ``ORDER``, each reading what earlier
+vendors published on the shared ``Org``."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from types import ModuleType
+
+from runner.world.org import Org, Rows
+from runner.world.schema import Table
+from runner.world.vendors import atlas, aws, azure, gcp, github, gws, hibob, okta
+
+GENERATOR_VERSION = "1.0.0"
+SEED = 20260630
+
+# HR first (everyone derives from people), then the IdPs, then the systems they feed.
+ORDER: tuple[ModuleType, ...] = (hibob, okta, azure, gws, aws, gcp, github, atlas)
+VENDOR_PREFIXES = {
+    "hibob": "HiBob",
+    "okta": "Okta",
+    "azure": "Azure AD",
+    "aws": "AWS",
+    "gcp": "GCP",
+    "gws": "Google Workspace",
+    "github": "GitHub",
+    "atlas": "MongoDB Atlas",
+}
+
+
+def all_tables() -> tuple[Table, ...]:
+    """Every table spec of every vendor, in generation order."""
+    return tuple(t for vendor in ORDER for t in vendor.TABLES)
+
+
+def vendor_of(table: str) -> str:
+    """The vendor prefix (``okta``, ``aws`` …) of a table name."""
+    prefix = table.split("_", 1)[0]
+    if prefix not in VENDOR_PREFIXES:
+        raise ValueError(f"table {table!r} has no known vendor prefix")
+    return prefix
+
+
+def generate(seed: int = SEED) -> dict[str, list[tuple[object, ...]]]:
+    """All rows of all tables, keyed by table name, after checking them against the specs."""
+    org = Org(rng=random.Random(seed))
+    rows: Rows = {}
+    for vendor in ORDER:
+        produce: Callable[[Org], Rows] = vendor.generate
+        produced = produce(org)
+        specs = {t.name: t for t in vendor.TABLES}
+        if set(produced) != set(specs):
+            raise RuntimeError(f"{vendor.__name__}: produced {sorted(produced)} but declares {sorted(specs)}")
+        for name, table_rows in produced.items():
+            width = len(specs[name].columns)
+            for row in table_rows:
+                if len(row) != width:
+                    raise RuntimeError(f"{name}: row has {len(row)} values, table has {width} columns: {row!r}")
+            rows[name] = [tuple(r) for r in table_rows]
+    return rows

@@ -1,0 +1,1 @@
+"""One module per vendor, generated in ``ORDER`` because later vendors read what earlier ones published."""
