@@ -59,7 +59,10 @@ def world() -> None:
 
 
 _world_dir_option = click.option(
-    "--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=None,
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
     help="World folder (default: the bundled world/).",
 )
 
@@ -77,8 +80,10 @@ def world_build(directory: Path | None) -> None:
     from runner.world.build import build
 
     manifest = build(directory or world_dir())
-    click.echo(f"built {manifest.dataset} rev {manifest.revision}: {len(manifest.tables)} tables, "
-               f"{sum(t.rows for t in manifest.tables.values())} rows, {manifest.snapshot.bytes} bytes")
+    click.echo(
+        f"built {manifest.dataset} rev {manifest.revision}: {len(manifest.tables)} tables, "
+        f"{sum(t.rows for t in manifest.tables.values())} rows, {manifest.snapshot.bytes} bytes"
+    )
     click.echo(f"logical digest {manifest.logical_digest}")
     click.echo(f"sha256         {manifest.snapshot.sha256}")
 
@@ -104,8 +109,9 @@ def world_verify(directory: Path | None, as_json: bool) -> None:
     if as_json:
         _print_json({"ok": True, "problems": [], "logical_digest": check.manifest.logical_digest})
     else:
-        click.echo(f"ok: {check.manifest.dataset} matches its manifest "
-                   f"(logical digest {check.manifest.logical_digest[:16]}…)")
+        click.echo(
+            f"ok: {check.manifest.dataset} matches its manifest (logical digest {check.manifest.logical_digest[:16]}…)"
+        )
 
 
 @world.command("info")
@@ -142,16 +148,25 @@ def tasks() -> None:
 
 
 @tasks.command("list")
-@click.option("--vendor", type=click.Choice(["hibob", "okta", "azure", "aws", "gcp", "gws", "github", "atlas"]),
-              help="Only tasks touching this vendor.")
+@click.option(
+    "--vendor",
+    type=click.Choice(["hibob", "okta", "azure", "aws", "gcp", "gws", "github", "atlas"]),
+    help="Only tasks touching this vendor.",
+)
 @click.option("--kind", type=click.Choice(["verdict", "enumeration"]), help="Only this kind.")
 @click.option("--category", help="Only this category, e.g. offboarding.")
 @click.option("--difficulty", type=click.Choice(["easy", "medium", "hard", "expert"]), help="Only this difficulty.")
 @click.option("--hops", type=click.IntRange(1, 3), help="Only tasks with this many hops.")
 @click.option("--json", "as_json", is_flag=True, help="Print the tasks as JSON (agent-visible fields only).")
 @_errors_to_exit
-def tasks_list(vendor: str | None, kind: str | None, category: str | None, difficulty: str | None,
-               hops: int | None, as_json: bool) -> None:
+def tasks_list(
+    vendor: str | None,
+    kind: str | None,
+    category: str | None,
+    difficulty: str | None,
+    hops: int | None,
+    as_json: bool,
+) -> None:
     """List tasks, optionally filtered.
 
     Example: ispm tasks list --category offboarding --hops 3 --json
@@ -160,16 +175,24 @@ def tasks_list(vendor: str | None, kind: str | None, category: str | None, diffi
     from runner.tasks.catalog import TaskFilter
     from runner.tasks.load import load_tasks
 
-    chosen = [t for t in load_tasks(tasks_dir())
-              if TaskFilter(vendor=vendor, kind=kind, category=category, difficulty=difficulty,
-                            hops=hops).matches(t)]
+    chosen = [
+        t
+        for t in load_tasks(tasks_dir())
+        if TaskFilter(vendor=vendor, kind=kind, category=category, difficulty=difficulty, hops=hops).matches(t)
+    ]
     if as_json:
-        _print_json([t.model_dump(mode="json", include={"id", "title", "kind", "category", "vendors", "hops",
-                                                        "difficulty"}) for t in chosen])
+        _print_json(
+            [
+                t.model_dump(mode="json", include={"id", "title", "kind", "category", "vendors", "hops", "difficulty"})
+                for t in chosen
+            ]
+        )
         return
     for t in chosen:
-        click.echo(f"{t.id}  {t.kind:<11} {t.difficulty:<6} hops={t.hops}  {t.category:<26} "
-                   f"{','.join(t.vendors):<24} {t.title}")
+        click.echo(
+            f"{t.id}  {t.kind:<11} {t.difficulty:<6} hops={t.hops}  {t.category:<26} "
+            f"{','.join(t.vendors):<24} {t.title}"
+        )
     click.echo(f"{len(chosen)} tasks")
 
 
@@ -197,9 +220,12 @@ def tasks_show(task_id: str, with_truth: bool, as_json: bool) -> None:
     host: dict[str, Any] = {}
     if with_truth:
         truth = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME).tasks.get(task_id)
-        host = {"witness_sql": task.witness_sql, "dual_sql": task.dual_sql,
-                "entity_columns": [e.model_dump() for e in task.entity_columns],
-                "ground_truth": truth.model_dump(mode="json") if truth else None}
+        host = {
+            "witness_sql": task.witness_sql,
+            "dual_sql": task.dual_sql,
+            "entity_columns": [e.model_dump() for e in task.entity_columns],
+            "ground_truth": truth.model_dump(mode="json") if truth else None,
+        }
     if as_json:
         _print_json({"agent_files": files, **({"host": host} if with_truth else {})})
         return
@@ -226,8 +252,10 @@ def tasks_check(paths: tuple[Path, ...]) -> None:
     conn = open_readonly(verify(world_dir()).snapshot)
     for path in paths:
         truth = derive_task(load_task_file(path), conn)
-        click.echo(f"{truth.task_id}: {truth.row_count} rows, {len(truth.entities)} entities"
-                   + (f", verdict {truth.verdict}" if truth.verdict else ""))
+        click.echo(
+            f"{truth.task_id}: {truth.row_count} rows, {len(truth.entities)} entities"
+            + (f", verdict {truth.verdict}" if truth.verdict else "")
+        )
 
 
 @tasks.command("derive")
@@ -243,8 +271,10 @@ def tasks_derive() -> None:
 
     truth = derive_all(tasks_dir(), world_dir())
     write_ground_truth(tasks_dir() / GROUND_TRUTH_NAME, truth)
-    click.echo(f"derived {len(truth.tasks)} tasks; task set {truth.task_set_digest[:16]}…, "
-               f"ground truth {truth.ground_truth_digest[:16]}…")
+    click.echo(
+        f"derived {len(truth.tasks)} tasks; task set {truth.task_set_digest[:16]}…, "
+        f"ground truth {truth.ground_truth_digest[:16]}…"
+    )
 
 
 @tasks.command("verify")
@@ -264,5 +294,84 @@ def tasks_verify(as_json: bool) -> None:
     if as_json:
         _print_json(summary)
         return
-    click.echo(f"ok: {summary.total} tasks match the world; {summary.verdict} verdict "
-               f"({summary.verdict_yes} yes), {summary.multi_vendor} multi-vendor, {summary.three_hop} three-hop")
+    click.echo(
+        f"ok: {summary.total} tasks match the world; {summary.verdict} verdict "
+        f"({summary.verdict_yes} yes), {summary.multi_vendor} multi-vendor, {summary.three_hop} three-hop"
+    )
+
+
+# --------------------------------------------------------------------------------------- grading
+@main.command("coverage")
+@click.option(
+    "--witness",
+    "witness_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="File with the witness SQL (one or more ;-separated statements).",
+)
+@click.option(
+    "--agent",
+    "agent_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="File with the agent's SQL (one or more ;-separated statements).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the coverage report as one JSON object.")
+@_errors_to_exit
+def coverage_command(witness_path: Path, agent_path: Path, as_json: bool) -> None:
+    """Structural coverage: which of the witness SQL's tables and joins the agent's SQL touched.
+
+    Example: ispm coverage --witness witness.sql --agent agent.sql --json
+    """
+    from runner.grading.coverage import SqlSchema, coverage_from_files
+    from runner.world.generate import all_tables
+
+    schema = SqlSchema({t.name: t.column_names for t in all_tables()})
+    report = coverage_from_files(witness_path, agent_path, schema)
+    if as_json:
+        click.echo(report.model_dump_json())
+        return
+
+    def recall(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.2f}"
+
+    click.echo(f"tables  recall {recall(report.table_recall)}  witness {', '.join(report.witness_tables)}")
+    click.echo(f"        agent {', '.join(report.agent_tables) or '-'}  extra {', '.join(report.extra_tables) or '-'}")
+    agent_joins = {tuple(map(tuple, j)) for j in report.agent_joins}
+    click.echo(f"joins   recall {recall(report.join_recall)}")
+    for (lt, lc), (rt, rc) in report.witness_joins:
+        mark = "✓" if ((lt, lc), (rt, rc)) in agent_joins else "✗"
+        click.echo(f"  {mark} {lt}.{lc} = {rt}.{rc}")
+    witness_joins = {tuple(map(tuple, j)) for j in report.witness_joins}
+    for (lt, lc), (rt, rc) in report.agent_joins:
+        if ((lt, lc), (rt, rc)) not in witness_joins:
+            click.echo(f"  + {lt}.{lc} = {rt}.{rc}")
+    click.echo(f"unparsed {report.unparsed}")
+
+
+@main.command("consensus")
+@click.argument("votes", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per (task_id, dimension).")
+@_errors_to_exit
+def consensus_command(votes: Path, as_json: bool) -> None:
+    """Recompute the v1 consensus from raw judge votes (one JSON vote per line).
+
+    Within an epoch the lowest non-abstaining grade wins; across epochs the mode wins and ties go down.
+
+    Example: ispm consensus votes.jsonl --json
+    """
+    from collections import Counter
+
+    from runner.grading.consensus import consensus_from_jsonl
+
+    results = consensus_from_jsonl(votes)
+    if as_json:
+        for result in results:
+            click.echo(result.model_dump_json())
+        return
+    click.echo(f"{'TASK':<12} {'DIMENSION':<32} {'GRADE':<10} EPOCHS")
+    for r in results:
+        epochs = " ".join(f"{e}:{g}" for e, g in sorted(r.epochs.items()))
+        click.echo(f"{r.task_id:<12} {r.dimension:<32} {r.grade:<10} {epochs}")
+    counts = Counter(r.grade for r in results)
+    click.echo(", ".join(f"{counts.get(g, 0)} {g}" for g in ("correct", "partial", "incorrect", "abstain")))

@@ -32,6 +32,12 @@ def configure(log_file: Path | None = None, *, verbose: bool = False) -> None:
     for handler in list(root.handlers):
         root.removeHandler(handler)
     root.setLevel(logging.DEBUG)
+    # sqlglot warns when it falls back to opaque commands; agents' odd SQL must not flood the console.
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
+    # httpx logs every request at INFO and httpcore traces each step at DEBUG: per-call noise in a
+    # 12-hour run, and time on the gateway's hot path. Our own retry and failure events say what matters.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.getLogger("httpcore").setLevel(logging.WARNING)
 
     console = logging.StreamHandler(sys.stderr)
     console.setLevel(logging.DEBUG if verbose else logging.INFO)

@@ -26,11 +26,13 @@ class TaskFilter(BaseModel):
     hops: int | None = None
 
     def matches(self, task: Task) -> bool:
-        return ((self.vendor is None or self.vendor in task.vendors)
-                and (self.kind is None or task.kind == self.kind)
-                and (self.category is None or task.category == self.category)
-                and (self.difficulty is None or task.difficulty == self.difficulty)
-                and (self.hops is None or task.hops == self.hops))
+        return (
+            (self.vendor is None or self.vendor in task.vendors)
+            and (self.kind is None or task.kind == self.kind)
+            and (self.category is None or task.category == self.category)
+            and (self.difficulty is None or task.difficulty == self.difficulty)
+            and (self.hops is None or task.hops == self.hops)
+        )
 
 
 class TaskMix(BaseModel):

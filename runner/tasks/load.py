@@ -27,8 +27,6 @@ def load_task_file(path: Path) -> Task:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'task'}: {e['msg']}" for e in exc.errors())
         raise TaskError(f"invalid task: {problems}", path=str(path), task_id=task_id) from exc
-    if path.stem != task.id:
-        raise TaskError(f"file name must be {task.id}.yaml", path=str(path), task_id=task.id)
     return task
 
 
@@ -47,6 +45,8 @@ def load_tasks(tasks_root: Path) -> list[Task]:
         task = load_task_file(path)
         if task.id in seen:
             raise TaskError(f"duplicate id, also in {seen[task.id]}", path=str(path), task_id=task.id)
+        if path.stem != task.id:
+            raise TaskError(f"file name must be {task.id}.yaml", path=str(path), task_id=task.id)
         seen[task.id] = path
         tasks.append(task)
     return sorted(tasks, key=lambda t: t.id)

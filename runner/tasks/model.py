@@ -47,8 +47,11 @@ class Task(BaseModel):
     kind: Kind
     category: Category
     vendors: list[Vendor] = Field(min_length=1)
-    hops: int = Field(ge=1, le=3, description="1: one system; 2: one cross-system identity resolution; "
-                                             "3: a chain of two or more.")
+    hops: int = Field(
+        ge=1,
+        le=3,
+        description="1: one system; 2: one cross-system identity resolution; 3: a chain of two or more.",
+    )
     difficulty: Difficulty
     prompt: str = Field(min_length=40)
     yes_when: Literal["rows", "no_rows"] | None = Field(

@@ -68,7 +68,9 @@ def _canonical(value: object) -> bytes:
 
 def task_set_digest(tasks: list[Task]) -> str:
     """sha256 over every task definition in canonical JSON, in id order."""
-    return hashlib.sha256(_canonical([t.model_dump(mode="json") for t in sorted(tasks, key=lambda t: t.id)])).hexdigest()
+    return hashlib.sha256(
+        _canonical([t.model_dump(mode="json") for t in sorted(tasks, key=lambda t: t.id)])
+    ).hexdigest()
 
 
 def truth_digest(truths: dict[str, TaskTruth]) -> str:
@@ -76,8 +78,9 @@ def truth_digest(truths: dict[str, TaskTruth]) -> str:
     return hashlib.sha256(_canonical({k: truths[k].model_dump(mode="json") for k in sorted(truths)})).hexdigest()
 
 
-def run_query(conn: sqlite3.Connection, sql: str, budget: float = QUERY_BUDGET_SECONDS) -> tuple[list[str],
-                                                                                                 list[tuple[Scalar, ...]]]:
+def run_query(
+    conn: sqlite3.Connection, sql: str, budget: float = QUERY_BUDGET_SECONDS
+) -> tuple[list[str], list[tuple[Scalar, ...]]]:
     """Run one read-only query under a time budget; returns column names and rows."""
     deadline = time.monotonic() + budget
     conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
@@ -94,8 +97,9 @@ def _entity_keys(task: Task, columns: list[str], rows: list[tuple[Scalar, ...]],
     missing = [e.column for e in task.entity_columns if e.column not in index]
     if missing:
         raise TaskError(f"{which} query has no output column(s) {missing}; it returns {columns}", task_id=task.id)
-    return {tuple("" if r[index[e.column]] is None else str(r[index[e.column]]) for e in task.entity_columns)
-            for r in rows}
+    return {
+        tuple("" if r[index[e.column]] is None else str(r[index[e.column]]) for e in task.entity_columns) for r in rows
+    }
 
 
 def derive_task(task: Task, conn: sqlite3.Connection) -> TaskTruth:
@@ -120,29 +124,47 @@ def derive_task(task: Task, conn: sqlite3.Connection) -> TaskTruth:
     if witness_keys != dual_keys:
         only_w = sorted(witness_keys - dual_keys)[:3]
         only_d = sorted(dual_keys - witness_keys)[:3]
-        raise TaskError(f"witness and dual witness disagree: only in witness {only_w}, only in dual {only_d}",
-                        task_id=task.id)
+        raise TaskError(
+            f"witness and dual witness disagree: only in witness {only_w}, only in dual {only_d}",
+            task_id=task.id,
+        )
     index = {c: i for i, c in enumerate(columns)}
     entities = {
-        Entity(vendor=e.vendor, type=e.type, identifier=str(r[index[e.column]]),
-               label=None if e.label is None or r[index[e.label]] is None else str(r[index[e.label]]))
-        for r in rows for e in task.entity_columns if r[index[e.column]] is not None
+        Entity(
+            vendor=e.vendor,
+            type=e.type,
+            identifier=str(r[index[e.column]]),
+            label=None if e.label is None or r[index[e.label]] is None else str(r[index[e.label]]),
+        )
+        for r in rows
+        for e in task.entity_columns
+        if r[index[e.column]] is not None
     }
     verdict: Literal["yes", "no"] | None = None
     if task.kind == "verdict":
         has_rows = bool(rows)
         verdict = "yes" if has_rows == (task.yes_when == "rows") else "no"
     facts = sorted(([v for v in r] for r in rows), key=lambda r: _canonical(r))
-    return TaskTruth(task_id=task.id, kind=task.kind, verdict=verdict, row_count=len(rows),
-                     entities=sorted(entities, key=lambda e: (e.vendor, e.type, e.identifier, e.label or "")),
-                     columns=columns, facts=facts)
+    return TaskTruth(
+        task_id=task.id,
+        kind=task.kind,
+        verdict=verdict,
+        row_count=len(rows),
+        entities=sorted(entities, key=lambda e: (e.vendor, e.type, e.identifier, e.label or "")),
+        columns=columns,
+        facts=facts,
+    )
 
 
 def derive(tasks: list[Task], conn: sqlite3.Connection, world_logical_digest: str) -> GroundTruth:
     """Derive the truth of every task. Stops at the first failing task, naming it."""
     truths = {t.id: derive_task(t, conn) for t in tasks}
-    return GroundTruth(world_logical_digest=world_logical_digest, task_set_digest=task_set_digest(tasks),
-                       ground_truth_digest=truth_digest(truths), tasks=truths)
+    return GroundTruth(
+        world_logical_digest=world_logical_digest,
+        task_set_digest=task_set_digest(tasks),
+        ground_truth_digest=truth_digest(truths),
+        tasks=truths,
+    )
 
 
 def write_ground_truth(path: Path, truth: GroundTruth) -> None:
@@ -174,8 +196,11 @@ def compare(published: GroundTruth, derived: GroundTruth) -> list[str]:
         elif new is None:
             problems.append(f"task {task_id}: ground truth published for a task that does not exist")
         elif old != new:
-            fields = [f for f in ("verdict", "row_count", "entities", "columns", "facts")
-                      if getattr(old, f) != getattr(new, f)]
+            fields = [
+                f
+                for f in ("verdict", "row_count", "entities", "columns", "facts")
+                if getattr(old, f) != getattr(new, f)
+            ]
             problems.append(f"task {task_id}: ground truth no longer matches the world ({', '.join(fields)} differ)")
     if not problems and published.ground_truth_digest != derived.ground_truth_digest:
         problems.append("ground truth digest differs")

@@ -35,8 +35,8 @@ def write_snapshot(path: Path, seed: int = SEED) -> None:
         with conn:
             for table in all_tables():
                 marks = ", ".join("?" for _ in table.columns)
-                conn.executemany(f"INSERT INTO {table.name} VALUES ({marks})",
-                                 sorted(rows[table.name], key=_sort_key))
+                ordered: list[tuple[object, ...]] = sorted(rows[table.name], key=_sort_key)
+                conn.executemany(f"INSERT INTO {table.name} VALUES ({marks})", ordered)
         problems = conn.execute("PRAGMA foreign_key_check").fetchall()
         if problems:
             raise RuntimeError(f"world generator broke a within-vendor key: {problems[:5]}")
@@ -70,11 +70,17 @@ def build(world_dir: Path, seed: int = SEED) -> WorldManifest:
         as_of=ts(AS_OF),
         generator_version=GENERATOR_VERSION,
         seed=seed,
-        snapshot=SnapshotFile(path=SNAPSHOT_NAME, sha256=file_sha256(snapshot), bytes=snapshot.stat().st_size,
-                              sqlite_version=sqlite3.sqlite_version, journal_mode="delete"),
+        snapshot=SnapshotFile(
+            path=SNAPSHOT_NAME,
+            sha256=file_sha256(snapshot),
+            bytes=snapshot.stat().st_size,
+            sqlite_version=sqlite3.sqlite_version,
+            journal_mode="delete",
+        ),
         logical_digest=logical_digest(tables),
-        tables={name: TableEntry(vendor=vendor_of(name), rows=d.rows, digest=d.digest)
-                for name, d in sorted(tables.items())},
+        tables={
+            name: TableEntry(vendor=vendor_of(name), rows=d.rows, digest=d.digest) for name, d in sorted(tables.items())
+        },
         docs=doc_digests,
     )
     write_manifest(world_dir / MANIFEST_NAME, manifest)

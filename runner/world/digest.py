@@ -37,8 +37,12 @@ def open_readonly(path: Path) -> sqlite3.Connection:
 
 def table_names(conn: sqlite3.Connection) -> list[str]:
     """User tables, sorted by name."""
-    return [r[0] for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+        )
+    ]
 
 
 def table_digest(conn: sqlite3.Connection, table: str) -> TableDigest:

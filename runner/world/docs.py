@@ -13,24 +13,24 @@ from runner.world.schema import Table
 
 IDENTITY_NOTES = {
     "hibob": "HiBob is the source of truth for people. `hibob_people.email` is the current work email on "
-             f"`{DOMAIN}`. A person's status and dates here decide whether they still work for the company.",
+    f"`{DOMAIN}`. A person's status and dates here decide whether they still work for the company.",
     "okta": "Okta logins are usually the work email, but accounts created before the acquisition may still "
-            f"use the `{OLD_DOMAIN}` address, and some logins keep the capitalisation they were typed with. "
-            "Okta ids are reused by downstream apps as their external id.",
+    f"use the `{OLD_DOMAIN}` address, and some logins keep the capitalisation they were typed with. "
+    "Okta ids are reused by downstream apps as their external id.",
     "azure": f"Member UPNs are `<first initial><surname>@{DOMAIN}` (with a digit when taken); `mail` holds the "
-             f"`first.last@{DOMAIN}` address. Guests carry their home address inside the UPN. Cloud-only "
-             f"accounts use `@{TENANT_DOMAIN}`.",
+    f"`first.last@{DOMAIN}` address. Guests carry their home address inside the UPN. Cloud-only "
+    f"accounts use `@{TENANT_DOMAIN}`.",
     "aws": "IAM user names are free text chosen by whoever created them (`JDoe-Dev`, `jdoe`, `john.doe`). "
-           "Identity Center users are provisioned from Okta: `user_name` is the Okta login and `external_id` the "
-           "Okta user id. Account ids not listed in `aws_accounts` are outside the organization.",
+    "Identity Center users are provisioned from Okta: `user_name` is the Okta login and `external_id` the "
+    "Okta user id. Account ids not listed in `aws_accounts` are outside the organization.",
     "gcp": "IAM members are prefixed strings. `user:` and `group:` addresses are Google identities; the "
-           "company's are Workspace users and groups (including their aliases).",
+    "company's are Workspace users and groups (including their aliases).",
     "gws": f"The Workspace account owns `{DOMAIN}` (primary) and `{OLD_DOMAIN}` (secondary, from the "
-           "acquisition). Addresses on any other domain are outside the organization.",
+    "acquisition). Addresses on any other domain are outside the organization.",
     "github": "Logins are chosen by their owners and do not follow names. A member is tied to a person only "
-              "through `github_saml_identities.name_id`, the Okta login used at SSO.",
+    "through `github_saml_identities.name_id`, the Okta login used at SSO.",
     "atlas": "Atlas `username` is the email the user signs in with, on either company domain. Database users "
-             "are not people: they are credentials used by applications (or AWS IAM roles, by ARN).",
+    "are not people: they are credentials used by applications (or AWS IAM roles, by ARN).",
 }
 
 
@@ -65,8 +65,18 @@ def render() -> dict[str, str]:
     for vendor in ORDER:
         prefix = vendor.__name__.rsplit(".", 1)[1]
         overview.append(f"| {VENDOR_PREFIXES[prefix]} | `{prefix}_` | `{prefix}.md` |")
-        body = [f"# {VENDOR_PREFIXES[prefix]} (`{prefix}_` tables)", "", f"Snapshot as of {as_of}.", "",
-                "## How identities appear", "", IDENTITY_NOTES[prefix], "", "## Tables", ""]
+        body = [
+            f"# {VENDOR_PREFIXES[prefix]} (`{prefix}_` tables)",
+            "",
+            f"Snapshot as of {as_of}.",
+            "",
+            "## How identities appear",
+            "",
+            IDENTITY_NOTES[prefix],
+            "",
+            "## Tables",
+            "",
+        ]
         body += [_table_markdown(t) + "\n" for t in vendor.TABLES]
         pages[f"{prefix}.md"] = "\n".join(body).rstrip() + "\n"
     overview += ["", "The database is read-only. Open it with `file:<path>?mode=ro&immutable=1`."]

@@ -7,7 +7,7 @@ import random
 from collections.abc import Callable
 from types import ModuleType
 
-from runner.world.org import Org, Rows
+from runner.world.org import Org, Row, Rows
 from runner.world.schema import Table
 from runner.world.vendors import atlas, aws, azure, gcp, github, gws, hibob, okta
 
@@ -41,10 +41,10 @@ def vendor_of(table: str) -> str:
     return prefix
 
 
-def generate(seed: int = SEED) -> dict[str, list[tuple[object, ...]]]:
+def generate(seed: int = SEED) -> dict[str, list[Row]]:
     """All rows of all tables, keyed by table name, after checking them against the specs."""
     org = Org(rng=random.Random(seed))
-    rows: Rows = {}
+    rows: dict[str, list[Row]] = {}
     for vendor in ORDER:
         produce: Callable[[Org], Rows] = vendor.generate
         produced = produce(org)

@@ -35,7 +35,13 @@ def summarize(manifest: WorldManifest) -> WorldSummary:
     for prefix, name in VENDOR_PREFIXES.items():
         tables = {t: e.rows for t, e in sorted(manifest.tables.items()) if e.vendor == prefix}
         vendors.append(VendorSummary(vendor=name, prefix=prefix, tables=tables))
-    return WorldSummary(dataset=manifest.dataset, revision=manifest.revision, as_of=manifest.as_of,
-                        publish_date=manifest.publish_date, logical_digest=manifest.logical_digest,
-                        snapshot_sha256=manifest.snapshot.sha256, snapshot_bytes=manifest.snapshot.bytes,
-                        vendors=vendors)
+    return WorldSummary(
+        dataset=manifest.dataset,
+        revision=manifest.revision,
+        as_of=manifest.as_of,
+        publish_date=manifest.publish_date,
+        logical_digest=manifest.logical_digest,
+        snapshot_sha256=manifest.snapshot.sha256,
+        snapshot_bytes=manifest.snapshot.bytes,
+        vendors=vendors,
+    )

@@ -9,6 +9,7 @@ wall clock.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
@@ -117,4 +118,6 @@ class Org:
         return "".join(self.rng.choice(alphabet) for _ in range(n))
 
 
-Rows = dict[str, list[tuple[object, ...]]]
+Row = tuple[object, ...]
+# Sequence, not list: vendor modules build rows as precisely typed tuples.
+Rows = dict[str, Sequence[Row]]

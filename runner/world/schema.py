@@ -40,9 +40,7 @@ class Table:
 
     def ddl(self) -> str:
         """The ``CREATE TABLE`` statement for this table."""
-        parts = [
-            f"  {c.name} {c.type}{'' if c.nullable else ' NOT NULL'}" for c in self.columns
-        ]
+        parts = [f"  {c.name} {c.type}{'' if c.nullable else ' NOT NULL'}" for c in self.columns]
         if self.primary_key:
             parts.append(f"  PRIMARY KEY ({', '.join(self.primary_key)})")
         for cols, ref_table, ref_cols in self.foreign_keys:

@@ -3,9 +3,10 @@ IP access lists."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 
-from runner.world.org import AS_OF, Org, Rows, at, ts
+from runner.world.org import AS_OF, Org, Row, Rows, at, ts
 from runner.world.schema import Table, col, fk
 
 ORG_ID = "5f1e2d3c4b5a69788796a5b4"
@@ -22,10 +23,19 @@ TABLES = (
             col("country", "Two-letter country code."),
             col("created_at", "When the user joined Atlas (UTC).", required=True),
             col("last_auth", "Last authentication (UTC); NULL if never."),
-            col("mfa_enabled", "1 if Atlas multi-factor authentication is set up for the user. Users who sign "
-                "in through the company IdP federation get MFA from the IdP instead.", "INTEGER", required=True),
-            col("federated", "1 if the user signs in through the company IdP (SAML federation), 0 for an "
-                "Atlas password.", "INTEGER", required=True),
+            col(
+                "mfa_enabled",
+                "1 if Atlas multi-factor authentication is set up for the user. Users who sign "
+                "in through the company IdP federation get MFA from the IdP instead.",
+                "INTEGER",
+                required=True,
+            ),
+            col(
+                "federated",
+                "1 if the user signs in through the company IdP (SAML federation), 0 for an Atlas password.",
+                "INTEGER",
+                required=True,
+            ),
         ),
         primary_key=("id",),
     ),
@@ -36,10 +46,14 @@ TABLES = (
             col("user_id", "`atlas_org_users.id`.", required=True),
             col("scope", "`org` or `project`.", required=True),
             col("project_id", "`atlas_projects.id` for project roles; NULL for org roles."),
-            col("role_name", "Org roles: `ORG_OWNER`, `ORG_PROJECT_CREATOR`, `ORG_BILLING_ADMIN`, `ORG_READ_ONLY`, "
+            col(
+                "role_name",
+                "Org roles: `ORG_OWNER`, `ORG_PROJECT_CREATOR`, `ORG_BILLING_ADMIN`, `ORG_READ_ONLY`, "
                 "`ORG_MEMBER`. Project roles: `GROUP_OWNER`, `GROUP_CLUSTER_MANAGER`, "
                 "`GROUP_DATA_ACCESS_ADMIN`, `GROUP_DATA_ACCESS_READ_WRITE`, `GROUP_DATA_ACCESS_READ_ONLY`, "
-                "`GROUP_READ_ONLY`.", required=True),
+                "`GROUP_READ_ONLY`.",
+                required=True,
+            ),
         ),
         primary_key=("user_id", "scope", "project_id", "role_name"),
         foreign_keys=(fk("user_id", "atlas_org_users", "id"),),
@@ -78,8 +92,11 @@ TABLES = (
         (
             col("project_id", "`atlas_projects.id`.", required=True),
             col("username", "Database username; for AWS IAM authentication this is an IAM ARN.", required=True),
-            col("database_name", "Authentication database: `admin` for SCRAM passwords, `$external` for IAM, "
-                "X.509 or LDAP.", required=True),
+            col(
+                "database_name",
+                "Authentication database: `admin` for SCRAM passwords, `$external` for IAM, X.509 or LDAP.",
+                required=True,
+            ),
             col("aws_iam_type", "`NONE`, `USER` or `ROLE`.", required=True),
             col("x509_type", "`NONE`, `MANAGED` or `CUSTOMER`.", required=True),
             col("description", "Free text."),
@@ -94,10 +111,16 @@ TABLES = (
         (
             col("project_id", "`atlas_database_users.project_id`.", required=True),
             col("username", "`atlas_database_users.username`.", required=True),
-            col("role_name", "`atlasAdmin`, `readWriteAnyDatabase`, `readAnyDatabase`, `dbAdmin`, `readWrite` or "
-                "`read`.", required=True),
-            col("database_name", "Database the role applies to (`admin` for the *AnyDatabase roles).",
-                required=True),
+            col(
+                "role_name",
+                "`atlasAdmin`, `readWriteAnyDatabase`, `readAnyDatabase`, `dbAdmin`, `readWrite` or `read`.",
+                required=True,
+            ),
+            col(
+                "database_name",
+                "Database the role applies to (`admin` for the *AnyDatabase roles).",
+                required=True,
+            ),
             col("collection_name", "Collection, if the role is narrowed to one; NULL otherwise."),
         ),
         primary_key=("project_id", "username", "role_name", "database_name"),
@@ -105,8 +128,7 @@ TABLES = (
     ),
     Table(
         "atlas_database_user_scopes",
-        "Clusters a database user is limited to. A user with no scope rows can reach every cluster in the "
-        "project.",
+        "Clusters a database user is limited to. A user with no scope rows can reach every cluster in the project.",
         (
             col("project_id", "`atlas_database_users.project_id`.", required=True),
             col("username", "`atlas_database_users.username`.", required=True),
@@ -170,14 +192,26 @@ def generate(org: Org) -> Rows:
     """Users, projects, clusters, database users, keys and access lists."""
     rng = org.rng
     pid = {name: org.hexid(24) for name in PROJECTS}
-    projects = [(pid[n], n, ORG_ID, ts(datetime(2020, 2, 1, tzinfo=AS_OF.tzinfo) + timedelta(days=120 * i)))
-                for i, n in enumerate(PROJECTS)]
+    projects = [
+        (pid[n], n, ORG_ID, ts(datetime(2020, 2, 1, tzinfo=AS_OF.tzinfo) + timedelta(days=120 * i)))
+        for i, n in enumerate(PROJECTS)
+    ]
     clusters = []
     for n in PROJECTS:
         for j in range(1 if n in ("sandbox", "internal-tools") else rng.randint(2, 4)):
-            clusters.append((org.hexid(24), pid[n], f"{n}-cluster{j}", "SHARDED" if n == "prod-core" and j == 0
-                             else "REPLICASET", rng.choice(("6.0", "7.0", "7.0", "8.0")), rng.choice(("AWS", "GCP")),
-                             rng.choice(("US_EAST_1", "EU_WEST_1", "us-central1")), "IDLE", int(n == "sandbox")))
+            clusters.append(
+                (
+                    org.hexid(24),
+                    pid[n],
+                    f"{n}-cluster{j}",
+                    "SHARDED" if n == "prod-core" and j == 0 else "REPLICASET",
+                    rng.choice(("6.0", "7.0", "7.0", "8.0")),
+                    rng.choice(("AWS", "GCP")),
+                    rng.choice(("US_EAST_1", "EU_WEST_1", "us-central1")),
+                    "IDLE",
+                    int(n == "sandbox"),
+                )
+            )
     users, roles = _users(org, pid)
     db_users, db_roles, db_scopes = _db_users(org, pid, clusters)
     keys, key_roles, key_acl = _api_keys(org, pid)
@@ -195,10 +229,17 @@ def generate(org: Org) -> Rows:
         (pid["internal-tools"], "192.0.2.44/32", "London office", None),
     ]
     return {
-        "atlas_org_users": users, "atlas_user_roles": roles, "atlas_projects": projects,
-        "atlas_clusters": clusters, "atlas_database_users": db_users, "atlas_database_user_roles": db_roles,
-        "atlas_database_user_scopes": db_scopes, "atlas_api_keys": keys, "atlas_api_key_roles": key_roles,
-        "atlas_api_key_access_list": key_acl, "atlas_ip_access_list": acl,
+        "atlas_org_users": users,
+        "atlas_user_roles": roles,
+        "atlas_projects": projects,
+        "atlas_clusters": clusters,
+        "atlas_database_users": db_users,
+        "atlas_database_user_roles": db_roles,
+        "atlas_database_user_scopes": db_scopes,
+        "atlas_api_keys": keys,
+        "atlas_api_key_roles": key_roles,
+        "atlas_api_key_access_list": key_acl,
+        "atlas_ip_access_list": acl,
     }
 
 
@@ -208,24 +249,56 @@ def _users(org: Org, pid: dict[str, str]) -> tuple[list[tuple[object, ...]], lis
     roles: set[tuple[object, ...]] = set()
     pool = [p for p in org.people if ({"eng", "data", "sre"} & p.tags) and not p.left]
     chosen = rng.sample(pool, 95)
-    leavers = org.pick([p for p in org.people if p.left and ({"eng", "data"} & p.tags) and p.termination
-                        and p.termination > date(2025, 1, 1)], 4)
+    leavers = org.pick(
+        [
+            p
+            for p in org.people
+            if p.left and ({"eng", "data"} & p.tags) and p.termination and p.termination > date(2025, 1, 1)
+        ],
+        4,
+    )
     lapsed = [p for p in org.people if "lapsed_contract" in p.tags and "eng" in p.tags]
     for p in chosen + leavers + lapsed[:2]:
         uid = org.hexid(24)
         username = p.old_email if p.acquired and p.old_email and rng.random() < 0.5 else p.email
         federated = int(rng.random() < 0.7)
-        last = (org.when(at(p.termination) + timedelta(days=1), AS_OF) if p in leavers[:2] and p.termination
-                else org.when(AS_OF - timedelta(days=60), AS_OF))
+        last = (
+            org.when(at(p.termination) + timedelta(days=1), AS_OF)
+            if p in leavers[:2] and p.termination
+            else org.when(AS_OF - timedelta(days=60), AS_OF)
+        )
         if p in leavers:
             p.tags.add("atlas_leaver")
-        users.append((uid, username, p.first, p.last, rng.choice(("US", "GB", "DE", "CA", "IN")),
-                      ts(at(max(p.start, date(2020, 3, 1)))), ts(last), int(not federated and rng.random() < 0.8),
-                      federated))
+        users.append(
+            (
+                uid,
+                username,
+                p.first,
+                p.last,
+                rng.choice(("US", "GB", "DE", "CA", "IN")),
+                ts(at(max(p.start, date(2020, 3, 1)))),
+                ts(last),
+                int(not federated and rng.random() < 0.8),
+                federated,
+            )
+        )
         roles.add((uid, "org", None, "ORG_MEMBER"))
         for proj in rng.sample(PROJECTS, rng.randint(1, 3)):
-            roles.add((uid, "project", pid[proj], rng.choice(("GROUP_READ_ONLY", "GROUP_DATA_ACCESS_READ_WRITE",
-                                                              "GROUP_DATA_ACCESS_READ_ONLY", "GROUP_CLUSTER_MANAGER"))))
+            roles.add(
+                (
+                    uid,
+                    "project",
+                    pid[proj],
+                    rng.choice(
+                        (
+                            "GROUP_READ_ONLY",
+                            "GROUP_DATA_ACCESS_READ_WRITE",
+                            "GROUP_DATA_ACCESS_READ_ONLY",
+                            "GROUP_CLUSTER_MANAGER",
+                        )
+                    ),
+                )
+            )
     # Owners: a few platform people; one without MFA on a password login (family 3); one leaver.
     owners = [u for u in users if u[8] == 1][:3]
     for u in owners:
@@ -236,26 +309,54 @@ def _users(org: Org, pid: dict[str, str]) -> tuple[list[tuple[object, ...]], lis
     roles.add((leaver_row[0], "project", pid["prod-core"], "GROUP_OWNER"))
     # An account matching nobody, with project owner on production.
     orphan = org.hexid(24)
-    users.append((orphan, "dba-contractor@corvid.io", None, None, "US", "2023-08-01T10:00:00Z",
-                  "2026-06-20T11:00:00Z", 0, 0))
+    users.append(
+        (
+            orphan,
+            "dba-contractor@corvid.io",
+            None,
+            None,
+            "US",
+            "2023-08-01T10:00:00Z",
+            "2026-06-20T11:00:00Z",
+            0,
+            0,
+        )
+    )
     roles.add((orphan, "org", None, "ORG_MEMBER"))
     roles.add((orphan, "project", pid["prod-core"], "GROUP_OWNER"))
     return users, sorted(roles, key=lambda r: (str(r[0]), str(r[1]), str(r[2]), str(r[3])))
 
 
-def _db_users(org: Org, pid: dict[str, str], clusters: list[tuple[object, ...]]) -> tuple[
-        list[tuple[object, ...]], list[tuple[object, ...]], list[tuple[object, ...]]]:
+def _db_users(
+    org: Org, pid: dict[str, str], clusters: Sequence[Row]
+) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]], list[tuple[object, ...]]]:
     rng = org.rng
     users: list[tuple[object, ...]] = []
     roles: list[tuple[object, ...]] = []
     scopes: list[tuple[object, ...]] = []
     prod = "539182746021"
 
-    def dbu(project: str, name: str, role: str, db: str = "admin", *, iam: str = "NONE", scope: list[str] | None =
-            None, desc: str | None = None, temp: str | None = None) -> None:
+    def dbu(
+        project: str,
+        name: str,
+        role: str,
+        db: str = "admin",
+        *,
+        iam: str = "NONE",
+        scope: list[str] | None = None,
+        desc: str | None = None,
+        temp: str | None = None,
+    ) -> None:
         users.append((pid[project], name, "$external" if iam != "NONE" else db, iam, "NONE", desc, temp))
-        roles.append((pid[project], name, role, "admin" if role.endswith("AnyDatabase") or role == "atlasAdmin"
-                      else db, None))
+        roles.append(
+            (
+                pid[project],
+                name,
+                role,
+                "admin" if role.endswith("AnyDatabase") or role == "atlasAdmin" else db,
+                None,
+            )
+        )
         for c in scope or []:
             scopes.append((pid[project], name, c))
 
@@ -265,23 +366,40 @@ def _db_users(org: Org, pid: dict[str, str], clusters: list[tuple[object, ...]])
             svc = rng.choice(("api", "worker", "etl", "reporting", "search", "billing"))
             db = f"{svc}db"
             cl = sorted(n for n in names if n.startswith(proj))
-            dbu(proj, f"{svc}-{proj}-{k}", rng.choice(("readWrite", "read")), db,
-                scope=[cl[0]] if cl and k % 2 == 0 else None)
+            dbu(
+                proj,
+                f"{svc}-{proj}-{k}",
+                rng.choice(("readWrite", "read")),
+                db,
+                scope=[cl[0]] if cl and k % 2 == 0 else None,
+            )
     dbu("prod-core", "admin", "atlasAdmin", desc="initial admin, shared password")
-    dbu("prod-core", f"arn:aws:iam::{prod}:role/ec2-app-instance", "readWrite", "core", iam="ROLE",
-        scope=["prod-core-cluster0"])
+    dbu(
+        "prod-core",
+        f"arn:aws:iam::{prod}:role/service-role/ec2-app-instance",
+        "readWrite",
+        "core",
+        iam="ROLE",
+        scope=["prod-core-cluster0"],
+    )
     dbu("prod-core", f"arn:aws:iam::{prod}:role/vendor-audit-readonly", "readAnyDatabase", iam="ROLE")
     dbu("prod-analytics", "bi-vendor", "readAnyDatabase", desc="BI vendor connector")
-    dbu("prod-analytics", "migration-tmp", "readWriteAnyDatabase", desc="one-off migration",
-        temp="2025-12-31T00:00:00Z")
+    dbu(
+        "prod-analytics",
+        "migration-tmp",
+        "readWriteAnyDatabase",
+        desc="one-off migration",
+        temp="2025-12-31T00:00:00Z",
+    )
     dbu("lumen-legacy", "lumen_root", "atlasAdmin", desc="legacy Lumen application")
     dbu("dev", "dev-admin", "atlasAdmin", scope=["dev-cluster0"])
     return users, roles, scopes
 
 
-def _api_keys(org: Org, pid: dict[str, str]) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]],
-                                                      list[tuple[object, ...]]]:
-    specs = (
+def _api_keys(
+    org: Org, pid: dict[str, str]
+) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]], list[tuple[object, ...]]]:
+    specs: tuple[tuple[str, list[tuple[str, str | None, str]], list[str]], ...] = (
         ("terraform-automation", [("org", None, "ORG_OWNER")], ["10.50.0.0/16"]),
         ("ci-deployer", [("project", "staging", "GROUP_CLUSTER_MANAGER")], ["198.51.100.0/24"]),
         ("backup-exporter", [("project", "prod-core", "GROUP_READ_ONLY")], []),
@@ -289,11 +407,19 @@ def _api_keys(org: Org, pid: dict[str, str]) -> tuple[list[tuple[object, ...]], 
         ("billing-report", [("org", None, "ORG_BILLING_ADMIN")], ["203.0.113.10/32"]),
         ("datadog-monitoring", [("org", None, "ORG_READ_ONLY")], ["0.0.0.0/0"]),
     )
-    keys, roles, acl = [], [], []
+    keys: list[Row] = []
+    roles: list[Row] = []
+    acl: list[Row] = []
     for i, (desc, key_roles, cidrs) in enumerate(specs):
         kid = org.hexid(24)
-        keys.append((kid, org.token("abcdefghijklmnopqrstuvwxyz", 8), desc,
-                     ts(datetime(2021, 1, 1, tzinfo=AS_OF.tzinfo) + timedelta(days=150 * i))))
+        keys.append(
+            (
+                kid,
+                org.token("abcdefghijklmnopqrstuvwxyz", 8),
+                desc,
+                ts(datetime(2021, 1, 1, tzinfo=AS_OF.tzinfo) + timedelta(days=150 * i)),
+            )
+        )
         for scope, proj, role in key_roles:
             roles.append((kid, scope, pid[proj] if proj else None, role))
         for c in cidrs:

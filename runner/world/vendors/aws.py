@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from datetime import date, datetime, timedelta
 
-from runner.world.org import AS_OF, Org, Person, Rows, at, ts
+from runner.world.org import AS_OF, Org, Person, Row, Rows, at, ts
 from runner.world.schema import Table, col, fk
 from runner.world.vendors.okta import OktaUser
 
@@ -47,15 +47,22 @@ TABLES = (
         "IAM users in each account (long-lived credentials; people normally use Identity Center instead).",
         (
             col("account_id", "`aws_accounts.id`.", required=True),
-            col("user_name", "IAM user name as typed by whoever created it, e.g. `JDoe-Dev`, `jdoe`, "
-                "`svc-ci-deployer`.", required=True),
+            col(
+                "user_name",
+                "IAM user name as typed by whoever created it, e.g. `JDoe-Dev`, `jdoe`, `svc-ci-deployer`.",
+                required=True,
+            ),
             col("user_id", "Stable IAM id, `AIDA...`.", required=True),
             col("arn", "User ARN.", required=True),
             col("create_date", "Creation time (UTC).", required=True),
-            col("password_enabled", "1 if the user has a console password (console access).", "INTEGER",
-                required=True),
+            col(
+                "password_enabled",
+                "1 if the user has a console password (console access).",
+                "INTEGER",
+                required=True,
+            ),
             col("password_last_used", "Last console sign-in (UTC); NULL if never."),
-            col("tags", "JSON object of IAM tags, e.g. `{\"owner\": \"jdoe@corvid.io\"}`; `{}` if none."),
+            col("tags", 'JSON object of IAM tags, e.g. `{"owner": "jdoe@corvid.io"}`; `{}` if none.'),
         ),
         primary_key=("account_id", "user_name"),
     ),
@@ -80,8 +87,11 @@ TABLES = (
             col("user_name", "`aws_iam_users.user_name`.", required=True),
             col("access_key_id", "Key id, `AKIA...`.", required=True),
             col("status", "`Active` or `Inactive`.", required=True),
-            col("create_date", "When the key was created (UTC). Keys are expected to rotate yearly.",
-                required=True),
+            col(
+                "create_date",
+                "When the key was created (UTC). Keys are expected to rotate yearly.",
+                required=True,
+            ),
             col("last_used_date", "Last use (UTC); NULL if never used."),
             col("last_used_service", "Service of the last use, e.g. `s3`, `sts`; NULL if never used."),
         ),
@@ -107,23 +117,35 @@ TABLES = (
             col("user_name", "`aws_iam_users.user_name`.", required=True),
         ),
         primary_key=("account_id", "group_name", "user_name"),
-        foreign_keys=(fk("account_id,group_name", "aws_iam_groups", "account_id,group_name"),
-                      fk("account_id,user_name", "aws_iam_users", "account_id,user_name")),
+        foreign_keys=(
+            fk("account_id,group_name", "aws_iam_groups", "account_id,group_name"),
+            fk("account_id,user_name", "aws_iam_users", "account_id,user_name"),
+        ),
     ),
     Table(
         "aws_iam_roles",
         "IAM roles per account, with their trust (assume-role) policy.",
         (
             col("account_id", "`aws_accounts.id`.", required=True),
-            col("role_name", "Role name. Identity Center creates `AWSReservedSSO_<permission set>_<hex>`.",
-                required=True),
+            col(
+                "role_name",
+                "Role name. Identity Center creates `AWSReservedSSO_<permission set>_<hex>`.",
+                required=True,
+            ),
             col("role_id", "Stable id, `AROA...`.", required=True),
             col("arn", "Role ARN.", required=True),
-            col("path", "Role path, e.g. `/`, `/aws-reserved/sso.amazonaws.com/`, `/service-role/`.",
-                required=True),
+            col(
+                "path",
+                "Role path, e.g. `/`, `/aws-reserved/sso.amazonaws.com/`, `/service-role/`.",
+                required=True,
+            ),
             col("description", "Description."),
-            col("trust_policy", "The assume-role policy document (JSON). `Principal.AWS` names accounts "
-                "(`arn:aws:iam::<id>:root`) or roles allowed to assume it; `*` is anyone.", required=True),
+            col(
+                "trust_policy",
+                "The assume-role policy document (JSON). `Principal.AWS` names accounts "
+                "(`arn:aws:iam::<id>:root`) or roles allowed to assume it; `*` is anyone.",
+                required=True,
+            ),
             col("create_date", "Creation time (UTC).", required=True),
             col("role_last_used", "Last time the role was assumed (UTC); NULL if never."),
             col("max_session_duration", "Seconds.", "INTEGER", required=True),
@@ -139,7 +161,11 @@ TABLES = (
             col("policy_type", "`AWS managed` or `Customer managed`.", required=True),
             col("account_id", "Owning `aws_accounts.id` for customer-managed policies; NULL for AWS managed."),
             col("description", "Description."),
-            col("document", "Default version's policy document (JSON)."),
+            col(
+                "document",
+                "Default version's policy document (JSON) for customer-managed policies; NULL for AWS "
+                "managed ones, whose documents AWS publishes (e.g. `AdministratorAccess` allows `*` on `*`).",
+            ),
         ),
         primary_key=("arn",),
     ),
@@ -196,8 +222,11 @@ TABLES = (
             col("account_id", "`aws_accounts.id`.", required=True),
             col("permission_set_arn", "`aws_sso_permission_sets.arn`.", required=True),
             col("principal_type", "`USER` or `GROUP`.", required=True),
-            col("principal_id", "`aws_identitystore_users.user_id` or `aws_identitystore_groups.group_id`.",
-                required=True),
+            col(
+                "principal_id",
+                "`aws_identitystore_users.user_id` or `aws_identitystore_groups.group_id`.",
+                required=True,
+            ),
         ),
         primary_key=("account_id", "permission_set_arn", "principal_type", "principal_id"),
         foreign_keys=(fk("permission_set_arn", "aws_sso_permission_sets", "arn"),),
@@ -210,8 +239,10 @@ TABLES = (
             col("user_name", "User name as the IdP sent it (the IdP login).", required=True),
             col("display_name", "Display name."),
             col("email", "Primary email."),
-            col("external_id", "The IdP's id for this user (for SCIM users, the IdP user id); NULL for users "
-                "created by hand."),
+            col(
+                "external_id",
+                "The IdP's id for this user (for SCIM users, the IdP user id); NULL for users created by hand.",
+            ),
         ),
         primary_key=("user_id",),
     ),
@@ -233,8 +264,10 @@ TABLES = (
             col("user_id", "`aws_identitystore_users.user_id`.", required=True),
         ),
         primary_key=("group_id", "user_id"),
-        foreign_keys=(fk("group_id", "aws_identitystore_groups", "group_id"),
-                      fk("user_id", "aws_identitystore_users", "user_id")),
+        foreign_keys=(
+            fk("group_id", "aws_identitystore_groups", "group_id"),
+            fk("user_id", "aws_identitystore_users", "user_id"),
+        ),
     ),
 )
 
@@ -251,6 +284,7 @@ MANAGED = {
     "AWSLambda_FullAccess": "Full access to Lambda.",
     "AmazonEC2FullAccess": "Full access to EC2.",
 }
+GITHUB_DEPLOY_SUBJECT = "repo:corvid-systems/platform-infra:ref:refs/heads/main"
 EXTERNAL_ACCOUNTS = ("464622532012", "710293847561", "882211334455", "953017264810")
 
 
@@ -259,8 +293,11 @@ def _doc(statements: list[dict[str, object]]) -> str:
 
 
 def _trust_account(account: str, condition: dict[str, object] | None = None) -> str:
-    stmt: dict[str, object] = {"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{account}:root"},
-                               "Action": "sts:AssumeRole"}
+    stmt: dict[str, object] = {
+        "Effect": "Allow",
+        "Principal": {"AWS": f"arn:aws:iam::{account}:root"},
+        "Action": "sts:AssumeRole",
+    }
     if condition:
         stmt["Condition"] = condition
     return _doc([stmt])
@@ -273,49 +310,109 @@ def _trust_service(service: str) -> str:
 def generate(org: Org) -> Rows:
     """Accounts, IAM, and Identity Center."""
     out: Rows = {
-        "aws_accounts": [(aid, name, f"aws+{name}@corvid.io", status, ou,
-                          "2019-03-04T18:00:00Z" if name != "lumen-legacy" else "2023-04-17T10:00:00Z")
-                         for aid, name, ou, status in ACCOUNTS],
+        "aws_accounts": [
+            (
+                aid,
+                name,
+                f"aws+{name}@corvid.io",
+                status,
+                ou,
+                "2019-03-04T18:00:00Z" if name != "lumen-legacy" else "2023-04-17T10:00:00Z",
+            )
+            for aid, name, ou, status in ACCOUNTS
+        ],
     }
-    policies = [(f"arn:aws:iam::aws:policy/{n}", n, "AWS managed", None, d, None) for n, d in MANAGED.items()]
+    policies: list[Row] = [
+        (f"arn:aws:iam::aws:policy/{n}", n, "AWS managed", None, d, None) for n, d in MANAGED.items()
+    ]
     policies += [
-        (f"arn:aws:iam::{ACCT['corvid-prod']}:policy/ops-break-fix", "ops-break-fix", "Customer managed",
-         ACCT["corvid-prod"], "Temporary operational fixes",
-         _doc([{"Effect": "Allow", "Action": "*", "Resource": "*"}])),
-        (f"arn:aws:iam::{ACCT['lumen-legacy']}:policy/lumen-iam-manage", "lumen-iam-manage", "Customer managed",
-         ACCT["lumen-legacy"], "Legacy IAM self-service",
-         _doc([{"Effect": "Allow", "Action": ["iam:*"], "Resource": "*"}])),
-        (f"arn:aws:iam::{ACCT['corvid-data-prod']}:policy/s3-data-reader", "s3-data-reader", "Customer managed",
-         ACCT["corvid-data-prod"], "Read the analytics buckets",
-         _doc([{"Effect": "Allow", "Action": ["s3:GetObject", "s3:ListBucket"],
-                "Resource": ["arn:aws:s3:::corvid-analytics", "arn:aws:s3:::corvid-analytics/*"]}])),
-        (f"arn:aws:iam::{ACCT['corvid-shared-services']}:policy/ci-deploy", "ci-deploy", "Customer managed",
-         ACCT["corvid-shared-services"], "CI deployment",
-         _doc([{"Effect": "Allow", "Action": ["ecs:*", "ecr:*", "iam:PassRole"], "Resource": "*"}])),
+        (
+            f"arn:aws:iam::{ACCT['corvid-prod']}:policy/ops-break-fix",
+            "ops-break-fix",
+            "Customer managed",
+            ACCT["corvid-prod"],
+            "Temporary operational fixes",
+            _doc([{"Effect": "Allow", "Action": "*", "Resource": "*"}]),
+        ),
+        (
+            f"arn:aws:iam::{ACCT['lumen-legacy']}:policy/lumen-iam-manage",
+            "lumen-iam-manage",
+            "Customer managed",
+            ACCT["lumen-legacy"],
+            "Legacy IAM self-service",
+            _doc([{"Effect": "Allow", "Action": ["iam:*"], "Resource": "*"}]),
+        ),
+        (
+            f"arn:aws:iam::{ACCT['corvid-data-prod']}:policy/s3-data-reader",
+            "s3-data-reader",
+            "Customer managed",
+            ACCT["corvid-data-prod"],
+            "Read the analytics buckets",
+            _doc(
+                [
+                    {
+                        "Effect": "Allow",
+                        "Action": ["s3:GetObject", "s3:ListBucket"],
+                        "Resource": ["arn:aws:s3:::corvid-analytics", "arn:aws:s3:::corvid-analytics/*"],
+                    }
+                ]
+            ),
+        ),
+        (
+            f"arn:aws:iam::{ACCT['corvid-shared-services']}:policy/ci-deploy",
+            "ci-deploy",
+            "Customer managed",
+            ACCT["corvid-shared-services"],
+            "CI deployment",
+            _doc([{"Effect": "Allow", "Action": ["ecs:*", "ecr:*", "iam:PassRole"], "Resource": "*"}]),
+        ),
     ]
     out["aws_iam_policies"] = policies
     out.update(_iam_users(org))
     out.update(_roles(org))
     out.update(_identity_center(org))
     role_attach: list[tuple[object, ...]] = org.shared["aws_role_attachments"]  # type: ignore[assignment]
-    out["aws_iam_policy_attachments"] += role_attach
+    out["aws_iam_policy_attachments"] = [*out["aws_iam_policy_attachments"], *role_attach]
+    roles = list(out["aws_iam_roles"])
     # Identity Center materialises one role per (account, permission set) it has assigned.
     ps_name = {r[0]: r[1] for r in out["aws_sso_permission_sets"]}
     saml = "arn:aws:iam::{}:saml-provider/AWSSSO_7223c4d9e8f1a0b2_DO_NOT_DELETE"
     for account, ps in sorted({(str(a[0]), str(a[1])) for a in out["aws_sso_account_assignments"]}):
         name = f"AWSReservedSSO_{ps_name[ps]}_{org.hexid(16)}"
-        trust = _doc([{"Effect": "Allow", "Principal": {"Federated": saml.format(account)},
-                       "Action": ["sts:AssumeRoleWithSAML", "sts:TagSession"],
-                       "Condition": {"StringEquals": {"SAML:aud": "https://signin.aws.amazon.com/saml"}}}])
-        out["aws_iam_roles"].append((account, name, "AROA" + org.token("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 17),
-                                     f"arn:aws:iam::{account}:role/aws-reserved/sso.amazonaws.com/{name}",
-                                     "/aws-reserved/sso.amazonaws.com/", None, trust, "2020-06-01T12:05:00Z",
-                                     ts(org.when(AS_OF - timedelta(days=10), AS_OF)), 28800))
+        trust = _doc(
+            [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Federated": saml.format(account)},
+                    "Action": ["sts:AssumeRoleWithSAML", "sts:TagSession"],
+                    "Condition": {"StringEquals": {"SAML:aud": "https://signin.aws.amazon.com/saml"}},
+                }
+            ]
+        )
+        roles.append(
+            (
+                account,
+                name,
+                "AROA" + org.token("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 17),
+                f"arn:aws:iam::{account}:role/aws-reserved/sso.amazonaws.com/{name}",
+                "/aws-reserved/sso.amazonaws.com/",
+                None,
+                trust,
+                "2020-06-01T12:05:00Z",
+                ts(org.when(AS_OF - timedelta(days=10), AS_OF)),
+                28800,
+            )
+        )
+    out["aws_iam_roles"] = roles
     return out
 
 
-CUSTOMER_POLICY_ACCOUNT = {"ops-break-fix": "corvid-prod", "lumen-iam-manage": "lumen-legacy",
-                           "s3-data-reader": "corvid-data-prod", "ci-deploy": "corvid-shared-services"}
+CUSTOMER_POLICY_ACCOUNT = {
+    "ops-break-fix": "corvid-prod",
+    "lumen-iam-manage": "lumen-legacy",
+    "s3-data-reader": "corvid-data-prod",
+    "ci-deploy": "corvid-shared-services",
+}
 
 
 def _policy_arn(policy: str) -> str:
@@ -342,20 +439,52 @@ def _iam_users(org: Org) -> Rows:
     def key_id() -> str:
         return "AKIA" + org.token("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)
 
-    def user(account: str, name: str, created: datetime, *, console: bool, last_console: datetime | None,
-             tags: dict[str, str] | None = None) -> None:
-        users.append((account, name, "AIDA" + org.token("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 17),
-                      f"arn:aws:iam::{account}:user/{name}", ts(created), int(console),
-                      ts(last_console) if last_console else None, json.dumps(tags or {}, sort_keys=True)))
+    def user(
+        account: str,
+        name: str,
+        created: datetime,
+        *,
+        console: bool,
+        last_console: datetime | None,
+        tags: dict[str, str] | None = None,
+    ) -> None:
+        users.append(
+            (
+                account,
+                name,
+                "AIDA" + org.token("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 17),
+                f"arn:aws:iam::{account}:user/{name}",
+                ts(created),
+                int(console),
+                ts(last_console) if last_console else None,
+                json.dumps(tags or {}, sort_keys=True),
+            )
+        )
 
     def key(account: str, name: str, created: datetime, last: datetime | None, status: str = "Active") -> None:
-        keys.append((account, name, key_id(), status, ts(created), ts(last) if last else None,
-                     rng.choice(("s3", "sts", "ec2", "dynamodb", "lambda")) if last else None))
+        keys.append(
+            (
+                account,
+                name,
+                key_id(),
+                status,
+                ts(created),
+                ts(last) if last else None,
+                rng.choice(("s3", "sts", "ec2", "dynamodb", "lambda")) if last else None,
+            )
+        )
 
     def add_mfa(account: str, name: str, kind: str = "virtual") -> None:
         serial = f"arn:aws:iam::{account}:mfa/{name}" if kind == "virtual" else "GAHT" + org.token("0123456789", 8)
-        mfa.append((account, name, serial, kind, ts(org.when(datetime(2021, 1, 1, tzinfo=AS_OF.tzinfo),
-                                                             datetime(2024, 1, 1, tzinfo=AS_OF.tzinfo)))))
+        mfa.append(
+            (
+                account,
+                name,
+                serial,
+                kind,
+                ts(org.when(datetime(2021, 1, 1, tzinfo=AS_OF.tzinfo), datetime(2024, 1, 1, tzinfo=AS_OF.tzinfo))),
+            )
+        )
 
     recent = AS_OF - timedelta(days=3)
     # Lumen's legacy account: people's IAM users named in three different house styles.
@@ -372,15 +501,20 @@ def _iam_users(org: Org) -> Rows:
         if p in used_after:
             assert p.termination is not None
             p.tags.add("aws_key_after_termination")
-            last_key = org.when(at(p.termination) + timedelta(days=5), recent)
+            last_key: datetime | None = org.when(at(p.termination) + timedelta(days=5), recent)
         elif p in used_before:
             assert p.termination is not None
             p.tags.add("aws_key_before_termination")
             last_key = org.when(at(p.termination) - timedelta(days=60), at(p.termination) - timedelta(days=1))
         else:
             last_key = org.when(AS_OF - timedelta(days=400), recent) if rng.random() < 0.8 else None
-        user(legacy, name, created, console=console,
-             last_console=org.when(AS_OF - timedelta(days=300), recent) if console else None)
+        user(
+            legacy,
+            name,
+            created,
+            console=console,
+            last_console=org.when(AS_OF - timedelta(days=300), recent) if console else None,
+        )
         key(legacy, name, created + timedelta(days=1), last_key)
         if i % 5 == 0:
             key(legacy, name, created + timedelta(days=400), None, "Inactive")
@@ -389,16 +523,39 @@ def _iam_users(org: Org) -> Rows:
         if console and i % 7 not in (0, 3):
             add_mfa(legacy, name)
         if i == 7:
-            inline.append((legacy, "user", name, "self-service-iam",
-                           _doc([{"Effect": "Allow", "Action": ["iam:CreatePolicyVersion", "iam:AttachUserPolicy",
-                                                                "iam:PutUserPolicy"], "Resource": "*"}])))
+            inline.append(
+                (
+                    legacy,
+                    "user",
+                    name,
+                    "self-service-iam",
+                    _doc(
+                        [
+                            {
+                                "Effect": "Allow",
+                                "Action": [
+                                    "iam:CreatePolicyVersion",
+                                    "iam:AttachUserPolicy",
+                                    "iam:PutUserPolicy",
+                                ],
+                                "Resource": "*",
+                            }
+                        ]
+                    ),
+                )
+            )
     # Corvid engineers who predate SSO, in the dev account.
     eng = [p for p in org.people if "eng" in p.tags and not p.acquired and not p.left and p.start < date(2019, 6, 1)]
     for i, p in enumerate(eng[:14]):
         name = f"{_camel(p)}-Dev" if i % 2 else p.handle
         created = at(date(2018, 5, 1) + timedelta(days=rng.randint(0, 300)))
-        user(dev, name, created, console=i % 3 == 0,
-             last_console=org.when(AS_OF - timedelta(days=600), recent) if i % 3 == 0 else None)
+        user(
+            dev,
+            name,
+            created,
+            console=i % 3 == 0,
+            last_console=org.when(AS_OF - timedelta(days=600), recent) if i % 3 == 0 else None,
+        )
         key(dev, name, created, org.when(AS_OF - timedelta(days=700), recent))
         attach.append((dev, "user", name, "arn:aws:iam::aws:policy/PowerUserAccess"))
     # Service and break-glass users. Owners are recorded only in tags.
@@ -417,18 +574,34 @@ def _iam_users(org: Org) -> Rows:
         created = at(date(2019, 9, 1) + timedelta(days=rng.randint(0, 900)))
         tags = {"owner": owner.email} if owner else {}
         if name == "breakglass-admin":
-            user(account, name, created, console=True, last_console=datetime(2024, 8, 30, 3, 1, tzinfo=AS_OF.tzinfo))
+            user(
+                account,
+                name,
+                created,
+                console=True,
+                last_console=datetime(2024, 8, 30, 3, 1, tzinfo=AS_OF.tzinfo),
+            )
             add_mfa(account, name, "hardware")
         else:
             user(account, name, created, console=False, last_console=None, tags=tags)
-            key(account, name, created if old else AS_OF - timedelta(days=40), org.when(AS_OF - timedelta(days=20),
-                                                                                        recent))
+            key(
+                account,
+                name,
+                created if old else AS_OF - timedelta(days=40),
+                org.when(AS_OF - timedelta(days=20), recent),
+            )
         attach.append((account, "user", name, _policy_arn(policy)))
     # Family 3: console users with administrator rights and no MFA, in prod.
     prod = ACCT["corvid-prod"]
     for p in org.pick([p for p in org.people if "sre" in p.tags and not p.left], 3):
         name = f"{_camel(p)}-Admin"
-        user(prod, name, at(date(2022, 3, 1)), console=True, last_console=org.when(AS_OF - timedelta(days=30), recent))
+        user(
+            prod,
+            name,
+            at(date(2022, 3, 1)),
+            console=True,
+            last_console=org.when(AS_OF - timedelta(days=30), recent),
+        )
         attach.append((prod, "user", name, "arn:aws:iam::aws:policy/AdministratorAccess"))
         p.tags.add("aws_admin_no_mfa")
     decoy = org.pick([p for p in org.people if "sre" in p.tags and not p.left], 1)[0]
@@ -436,12 +609,20 @@ def _iam_users(org: Org) -> Rows:
     add_mfa(prod, f"{_camel(decoy)}-Admin", "u2f")
     attach.append((prod, "user", f"{_camel(decoy)}-Admin", "arn:aws:iam::aws:policy/AdministratorAccess"))
     groups = [(legacy, g, f"arn:aws:iam::{legacy}:group/{g}") for g in ("Admins", "Developers", "ReadOnly")]
-    attach += [(legacy, "group", "Admins", "arn:aws:iam::aws:policy/AdministratorAccess"),
-               (legacy, "group", "Developers", "arn:aws:iam::aws:policy/PowerUserAccess"),
-               (legacy, "group", "ReadOnly", "arn:aws:iam::aws:policy/ReadOnlyAccess")]
-    return {"aws_iam_users": users, "aws_iam_access_keys": keys, "aws_iam_mfa_devices": mfa,
-            "aws_iam_groups": groups, "aws_iam_group_memberships": memberships,
-            "aws_iam_policy_attachments": attach, "aws_iam_inline_policies": inline}
+    attach += [
+        (legacy, "group", "Admins", "arn:aws:iam::aws:policy/AdministratorAccess"),
+        (legacy, "group", "Developers", "arn:aws:iam::aws:policy/PowerUserAccess"),
+        (legacy, "group", "ReadOnly", "arn:aws:iam::aws:policy/ReadOnlyAccess"),
+    ]
+    return {
+        "aws_iam_users": users,
+        "aws_iam_access_keys": keys,
+        "aws_iam_mfa_devices": mfa,
+        "aws_iam_groups": groups,
+        "aws_iam_group_memberships": memberships,
+        "aws_iam_policy_attachments": attach,
+        "aws_iam_inline_policies": inline,
+    }
 
 
 def _roles(org: Org) -> Rows:
@@ -449,47 +630,85 @@ def _roles(org: Org) -> Rows:
     roles: list[tuple[object, ...]] = []
     mgmt = ACCT["corvid-management"]
 
-    def role(account: str, name: str, trust: str, *, path: str = "/", desc: str | None = None,
-             used: bool = True) -> None:
-        roles.append((account, name, "AROA" + org.token("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 17),
-                      f"arn:aws:iam::{account}:role{path}{name}", path, desc, trust,
-                      ts(org.when(datetime(2020, 1, 1, tzinfo=AS_OF.tzinfo), datetime(2025, 1, 1, tzinfo=AS_OF.tzinfo))),
-                      ts(org.when(AS_OF - timedelta(days=60), AS_OF)) if used else None, 3600))
+    def role(
+        account: str, name: str, trust: str, *, path: str = "/", desc: str | None = None, used: bool = True
+    ) -> None:
+        roles.append(
+            (
+                account,
+                name,
+                "AROA" + org.token("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 17),
+                f"arn:aws:iam::{account}:role{path}{name}",
+                path,
+                desc,
+                trust,
+                ts(org.when(datetime(2020, 1, 1, tzinfo=AS_OF.tzinfo), datetime(2025, 1, 1, tzinfo=AS_OF.tzinfo))),
+                ts(org.when(AS_OF - timedelta(days=60), AS_OF)) if used else None,
+                3600,
+            )
+        )
 
     attach: list[tuple[object, ...]] = []
-    for aid, name, _ou, status in ACCOUNTS:
+    for aid, _name, _ou, status in ACCOUNTS:
         if status != "ACTIVE":
             continue
         if aid != mgmt:
             role(aid, "OrganizationAccountAccessRole", _trust_account(mgmt), desc="Created by Organizations")
-            attach.append((aid, "role", "OrganizationAccountAccessRole",
-                           "arn:aws:iam::aws:policy/AdministratorAccess"))
-        role(aid, "AWSServiceRoleForSupport", _trust_service("support.amazonaws.com"), path="/aws-service-role/")
+            attach.append((aid, "role", "OrganizationAccountAccessRole", "arn:aws:iam::aws:policy/AdministratorAccess"))
+        role(
+            aid,
+            "AWSServiceRoleForSupport",
+            _trust_service("support.amazonaws.com"),
+            path="/aws-service-role/",
+        )
         role(aid, "ec2-app-instance", _trust_service("ec2.amazonaws.com"), path="/service-role/")
         for _ in range(rng.randint(2, 6)):
             role(aid, f"lambda-{org.hexid(6)}", _trust_service("lambda.amazonaws.com"), path="/service-role/")
-    prod, data, dev, shared = ACCT["corvid-prod"], ACCT["corvid-data-prod"], ACCT["corvid-dev"], ACCT[
-        "corvid-shared-services"]
+    prod, data, dev, shared = (
+        ACCT["corvid-prod"],
+        ACCT["corvid-data-prod"],
+        ACCT["corvid-dev"],
+        ACCT["corvid-shared-services"],
+    )
     ext = EXTERNAL_ACCOUNTS
     cross = (
         # (account, role, trust, policy) — family 7: trusts outside the organization
-        (prod, "DatadogIntegrationRole", _trust_account(ext[0], {"StringEquals": {"sts:ExternalId": "c0rv1d-dd"}}),
-         "ReadOnlyAccess"),
+        (
+            prod,
+            "DatadogIntegrationRole",
+            _trust_account(ext[0], {"StringEquals": {"sts:ExternalId": "c0rv1d-dd"}}),
+            "ReadOnlyAccess",
+        ),
         (prod, "vendor-audit-readonly", _trust_account(ext[1]), "SecurityAudit"),
         (data, "partner-data-exchange", _trust_account(ext[2]), "AmazonS3FullAccess"),
         (ACCT["lumen-legacy"], "lumen-contractor-admin", _trust_account(ext[3]), "AdministratorAccess"),
-        (dev, "debug-role-temp", _doc([{"Effect": "Allow", "Principal": {"AWS": "*"},
-                                        "Action": "sts:AssumeRole"}]), "PowerUserAccess"),
+        (
+            dev,
+            "debug-role-temp",
+            _doc([{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}]),
+            "PowerUserAccess",
+        ),
         # decoys: cross-account trust inside the organization
         (prod, "ci-deploy-target", _trust_account(shared), "ci-deploy"),
         (prod, "lumen-migration", _trust_account(ACCT["lumen-legacy"]), "ReadOnlyAccess"),
         (ACCT["corvid-log-archive"], "log-reader", _trust_account(ACCT["corvid-security"]), "ReadOnlyAccess"),
-        (prod, "github-actions-deploy", _doc([{
-            "Effect": "Allow", "Action": "sts:AssumeRoleWithWebIdentity",
-            "Principal": {"Federated": f"arn:aws:iam::{prod}:oidc-provider/token.actions.githubusercontent.com"},
-            "Condition": {"StringLike": {"token.actions.githubusercontent.com:sub":
-                                         "repo:corvid-systems/platform-infra:ref:refs/heads/main"}}}]),
-         "PowerUserAccess"),
+        (
+            prod,
+            "github-actions-deploy",
+            _doc(
+                [
+                    {
+                        "Effect": "Allow",
+                        "Action": "sts:AssumeRoleWithWebIdentity",
+                        "Principal": {
+                            "Federated": f"arn:aws:iam::{prod}:oidc-provider/token.actions.githubusercontent.com"
+                        },
+                        "Condition": {"StringLike": {"token.actions.githubusercontent.com:sub": GITHUB_DEPLOY_SUBJECT}},
+                    }
+                ]
+            ),
+            "PowerUserAccess",
+        ),
     )
     for account, name, trust, policy in cross:
         role(account, name, trust, desc="Cross-account access")
@@ -503,16 +722,35 @@ def _identity_center(org: Org) -> Rows:
     rng = org.rng
     okta_users: list[OktaUser] = org.shared["okta_users"]  # type: ignore[assignment]
     okta_groups: dict[str, str] = org.shared["okta_groups"]  # type: ignore[assignment]
-    pushed = ("aws-prod-admin", "aws-prod-readonly", "aws-dev-poweruser", "aws-data-engineer",
-              "aws-security-audit", "aws-billing", "sre-breakfix")
+    pushed = (
+        "aws-prod-admin",
+        "aws-prod-readonly",
+        "aws-dev-poweruser",
+        "aws-data-engineer",
+        "aws-security-audit",
+        "aws-billing",
+        "sre-breakfix",
+    )
     psets = {
-        "AdministratorAccess": ["AdministratorAccess"], "PowerUserAccess": ["PowerUserAccess"],
-        "ReadOnlyAccess": ["ReadOnlyAccess"], "Billing": ["Billing"], "SecurityAudit": ["SecurityAudit"],
-        "DataEngineer": ["AmazonS3FullAccess", "AWSLambda_FullAccess"], "BreakFixAdmin": ["AdministratorAccess"],
+        "AdministratorAccess": ["AdministratorAccess"],
+        "PowerUserAccess": ["PowerUserAccess"],
+        "ReadOnlyAccess": ["ReadOnlyAccess"],
+        "Billing": ["Billing"],
+        "SecurityAudit": ["SecurityAudit"],
+        "DataEngineer": ["AmazonS3FullAccess", "AWSLambda_FullAccess"],
+        "BreakFixAdmin": ["AdministratorAccess"],
     }
     ps_arn = {n: f"arn:aws:sso:::permissionSet/ssoins-7223c4d9e8f1a0b2/ps-{org.hexid(16)}" for n in psets}
-    rows_ps = [(ps_arn[n], n, f"{n} permission set", "PT8H" if n != "BreakFixAdmin" else "PT12H",
-                "2020-06-01T12:00:00Z") for n in psets]
+    rows_ps = [
+        (
+            ps_arn[n],
+            n,
+            f"{n} permission set",
+            "PT8H" if n != "BreakFixAdmin" else "PT12H",
+            "2020-06-01T12:00:00Z",
+        )
+        for n in psets
+    ]
     rows_psp = [(ps_arn[n], f"arn:aws:iam::aws:policy/{p}") for n, ps in psets.items() for p in ps]
 
     def sid() -> str:
@@ -526,9 +764,16 @@ def _identity_center(org: Org) -> Rows:
         name = u.person.name if u.person else u.login
         rows_users.append((users[u.id], u.login, name, u.login.lower(), u.id))
     # Family 1: leavers deprovisioned in Okta whose SCIM delete failed, with a direct assignment.
-    stale = [u for u in okta_users if u.status == "DEPROVISIONED" and u.person and "eng" in u.person.tags
-             and u.person.termination and u.person.termination > date(2025, 10, 1)
-             and u.person.pid not in org.claimed]
+    stale = [
+        u
+        for u in okta_users
+        if u.status == "DEPROVISIONED"
+        and u.person
+        and "eng" in u.person.tags
+        and u.person.termination
+        and u.person.termination > date(2025, 10, 1)
+        and u.person.pid not in org.claimed
+    ]
     stale = stale[:4]
     for u in stale:
         users[u.id] = sid()
@@ -537,8 +782,15 @@ def _identity_center(org: Org) -> Rows:
         rows_users.append((users[u.id], u.login, u.person.name, u.login.lower(), u.id))
     # A hand-made user (no external id) with admin in management: matches nobody unless resolved by email.
     manual_id = sid()
-    rows_users.append((manual_id, "admin-consultant@northbridge-consulting.com", "Northbridge Admin",
-                       "admin-consultant@northbridge-consulting.com", None))
+    rows_users.append(
+        (
+            manual_id,
+            "admin-consultant@northbridge-consulting.com",
+            "Northbridge Admin",
+            "admin-consultant@northbridge-consulting.com",
+            None,
+        )
+    )
     groups = {g: sid() for g in pushed}
     rows_groups = [(groups[g], g, okta_groups[g]) for g in pushed]
     rows_members = sorted((groups[g], users[u.id]) for u in in_app for g in u.groups & set(pushed))
@@ -554,15 +806,19 @@ def _identity_center(org: Org) -> Rows:
         assign(acct, "PowerUserAccess", "GROUP", groups["aws-dev-poweruser"])
     for acct in ("corvid-data-prod", "corvid-data-dev"):
         assign(acct, "DataEngineer", "GROUP", groups["aws-data-engineer"])
-    for aid, name, _ou, status in ACCOUNTS:
+    for _aid, name, _ou, status in ACCOUNTS:
         if status == "ACTIVE":
             assign(name, "SecurityAudit", "GROUP", groups["aws-security-audit"])
     assign("corvid-management", "Billing", "GROUP", groups["aws-billing"])
     for acct in ("corvid-prod", "corvid-security", "corvid-log-archive"):
         assign(acct, "BreakFixAdmin", "GROUP", groups["sre-breakfix"])
     for i, u in enumerate(stale):
-        assign(("corvid-prod", "corvid-data-prod", "corvid-dev", "corvid-management")[i],
-               "AdministratorAccess" if i % 2 == 0 else "PowerUserAccess", "USER", users[u.id])
+        assign(
+            ("corvid-prod", "corvid-data-prod", "corvid-dev", "corvid-management")[i],
+            "AdministratorAccess" if i % 2 == 0 else "PowerUserAccess",
+            "USER",
+            users[u.id],
+        )
     assign("corvid-management", "AdministratorAccess", "USER", manual_id)
     direct = [u for u in in_app if u.person and "sec" in u.person.tags][:2]
     for u in direct:

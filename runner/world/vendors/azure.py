@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from runner.world.org import AS_OF, DOMAIN, TENANT_DOMAIN, Org, Person, Rows, at, ts
+from runner.world.org import AS_OF, DOMAIN, TENANT_DOMAIN, Org, Person, Row, Rows, at, ts
 from runner.world.schema import Table, col, fk
 
 TENANT_ID = "7c1d9e02-45b3-4f7a-9a61-2e8c4b5d0f13"
@@ -19,8 +19,12 @@ TABLES = (
         "ones remain with `account_enabled = 0`.",
         (
             col("id", "Object id (GUID).", required=True),
-            col("user_principal_name", "UPN, the sign-in name. Members use `<initial><surname>@corvid.io`; "
-                "guests use `<mail with @ as _>#EXT#@corvid.onmicrosoft.com`.", required=True),
+            col(
+                "user_principal_name",
+                "UPN, the sign-in name. Members use `<initial><surname>@corvid.io`; "
+                "guests use `<mail with @ as _>#EXT#@corvid.onmicrosoft.com`.",
+                required=True,
+            ),
             col("mail", "Primary SMTP address; for members usually `first.last@corvid.io`."),
             col("display_name", "Display name.", required=True),
             col("given_name", "Given name."),
@@ -31,7 +35,10 @@ TABLES = (
             col("account_enabled", "1 if the account can sign in, 0 if disabled.", "INTEGER", required=True),
             col("external_user_state", "For guests: `Accepted` or `PendingAcceptance`; NULL for members."),
             col("created_date_time", "Creation time (UTC).", required=True),
-            col("last_sign_in_date_time", "Last interactive sign-in (UTC), from `signInActivity`; NULL if never."),
+            col(
+                "last_sign_in_date_time",
+                "Last interactive sign-in (UTC), from `signInActivity`; NULL if never.",
+            ),
         ),
         primary_key=("id",),
     ),
@@ -45,10 +52,17 @@ TABLES = (
             col("mail_nickname", "Mail nickname."),
             col("security_enabled", "1 for security groups.", "INTEGER", required=True),
             col("mail_enabled", "1 for mail-enabled groups.", "INTEGER", required=True),
-            col("group_types", "`Unified` for Microsoft 365 groups, `DynamicMembership` for rule-based groups, "
-                "empty for plain security groups."),
-            col("is_assignable_to_role", "1 if directory roles can be assigned to the group.", "INTEGER",
-                required=True),
+            col(
+                "group_types",
+                "`Unified` for Microsoft 365 groups, `DynamicMembership` for rule-based groups, "
+                "empty for plain security groups.",
+            ),
+            col(
+                "is_assignable_to_role",
+                "1 if directory roles can be assigned to the group.",
+                "INTEGER",
+                required=True,
+            ),
             col("created_date_time", "Creation time (UTC)."),
         ),
         primary_key=("id",),
@@ -58,8 +72,12 @@ TABLES = (
         "Direct members of each group. A member may itself be a group (nesting): membership is transitive.",
         (
             col("group_id", "`azure_groups.id`.", required=True),
-            col("member_id", "Object id of the member: an `azure_users.id`, an `azure_groups.id` or an "
-                "`azure_service_principals.id`.", required=True),
+            col(
+                "member_id",
+                "Object id of the member: an `azure_users.id`, an `azure_groups.id` or an "
+                "`azure_service_principals.id`.",
+                required=True,
+            ),
             col("member_type", "`user`, `group` or `servicePrincipal`.", required=True),
         ),
         primary_key=("group_id", "member_id"),
@@ -82,12 +100,18 @@ TABLES = (
         (
             col("id", "Assignment id.", required=True),
             col("role_definition_id", "`azure_directory_roles.id`.", required=True),
-            col("principal_id", "Object id of the user, group or service principal holding the role.",
-                required=True),
+            col(
+                "principal_id",
+                "Object id of the user, group or service principal holding the role.",
+                required=True,
+            ),
             col("principal_type", "`User`, `Group` or `ServicePrincipal`.", required=True),
             col("directory_scope_id", "`/` for the whole tenant, or an administrative unit path."),
-            col("assignment_type", "`Active` (holds the role now) or `Eligible` (PIM: must activate first).",
-                required=True),
+            col(
+                "assignment_type",
+                "`Active` (holds the role now) or `Eligible` (PIM: must activate first).",
+                required=True,
+            ),
             col("created_date_time", "When the assignment was made (UTC)."),
         ),
         primary_key=("id",),
@@ -99,13 +123,23 @@ TABLES = (
         (
             col("id", "Policy id (GUID).", required=True),
             col("display_name", "Policy name.", required=True),
-            col("state", "`enabled`, `disabled` or `enabledForReportingButNotEnforced` (report-only: "
-                "evaluated and logged, never enforced).", required=True),
-            col("grant_controls", "Comma-separated built-in controls: `mfa`, `compliantDevice`, "
-                "`domainJoinedDevice`, `passwordChange` or `block`."),
+            col(
+                "state",
+                "`enabled`, `disabled` or `enabledForReportingButNotEnforced` (report-only: "
+                "evaluated and logged, never enforced).",
+                required=True,
+            ),
+            col(
+                "grant_controls",
+                "Comma-separated built-in controls: `mfa`, `compliantDevice`, "
+                "`domainJoinedDevice`, `passwordChange` or `block`.",
+            ),
             col("grant_operator", "`OR` (any control satisfies) or `AND` (all are required)."),
-            col("client_app_types", "Comma-separated client app types the policy applies to, e.g. `all`, "
-                "`exchangeActiveSync,other` (legacy authentication)."),
+            col(
+                "client_app_types",
+                "Comma-separated client app types the policy applies to, e.g. `all`, "
+                "`exchangeActiveSync,other` (legacy authentication).",
+            ),
             col("created_date_time", "Creation time (UTC)."),
             col("modified_date_time", "Last modification (UTC)."),
         ),
@@ -119,8 +153,12 @@ TABLES = (
             col("policy_id", "`azure_conditional_access_policies.id`.", required=True),
             col("scope", "`include` or `exclude`.", required=True),
             col("target_type", "`user`, `group`, `role` or `special`.", required=True),
-            col("target_id", "An `azure_users.id`, `azure_groups.id` or `azure_directory_roles.id`; for "
-                "`special`: `All` or `GuestsOrExternalUsers`.", required=True),
+            col(
+                "target_id",
+                "An `azure_users.id`, `azure_groups.id` or `azure_directory_roles.id`; for "
+                "`special`: `All` or `GuestsOrExternalUsers`.",
+                required=True,
+            ),
         ),
         primary_key=("policy_id", "scope", "target_type", "target_id"),
         foreign_keys=(fk("policy_id", "azure_conditional_access_policies", "id"),),
@@ -132,13 +170,27 @@ TABLES = (
             col("id", "`azure_users.id`.", required=True),
             col("user_principal_name", "UPN at the time of the report.", required=True),
             col("is_mfa_registered", "1 if the user registered any MFA method.", "INTEGER", required=True),
-            col("is_mfa_capable", "1 if a registered method is usable for MFA under current policy.", "INTEGER",
-                required=True),
-            col("is_passwordless_capable", "1 if a passwordless method is registered.", "INTEGER", required=True),
-            col("methods_registered", "Comma-separated: `microsoftAuthenticatorPush`, `softwareOneTimePasscode`, "
-                "`fido2`, `windowsHelloForBusiness`, `mobilePhone`, `email`. Empty if none."),
-            col("default_mfa_method", "`microsoftAuthenticatorPush`, `softwareOneTimePasscode`, `fido2`, `sms`, "
-                "`voiceMobile` or `none`."),
+            col(
+                "is_mfa_capable",
+                "1 if a registered method is usable for MFA under current policy.",
+                "INTEGER",
+                required=True,
+            ),
+            col(
+                "is_passwordless_capable",
+                "1 if a passwordless method is registered.",
+                "INTEGER",
+                required=True,
+            ),
+            col(
+                "methods_registered",
+                "Comma-separated: `microsoftAuthenticatorPush`, `softwareOneTimePasscode`, "
+                "`fido2`, `windowsHelloForBusiness`, `mobilePhone`, `email`. Empty if none.",
+            ),
+            col(
+                "default_mfa_method",
+                "`microsoftAuthenticatorPush`, `softwareOneTimePasscode`, `fido2`, `sms`, `voiceMobile` or `none`.",
+            ),
             col("last_updated_date_time", "When the details were computed (UTC)."),
         ),
         primary_key=("id",),
@@ -153,8 +205,11 @@ TABLES = (
             col("display_name", "App name.", required=True),
             col("service_principal_type", "`Application` or `ManagedIdentity`.", required=True),
             col("account_enabled", "1 if sign-in is enabled.", "INTEGER", required=True),
-            col("app_owner_organization_id", "Tenant id of the publisher. The company's own tenant is "
-                "`7c1d9e02-45b3-4f7a-9a61-2e8c4b5d0f13`; Microsoft's is `f8cdef31-a31e-4b4a-93e4-5f571e91255a`."),
+            col(
+                "app_owner_organization_id",
+                "Tenant id of the publisher. The company's own tenant is "
+                "`7c1d9e02-45b3-4f7a-9a61-2e8c4b5d0f13`; Microsoft's is `f8cdef31-a31e-4b4a-93e4-5f571e91255a`.",
+            ),
             col("created_date_time", "Creation time (UTC)."),
         ),
         primary_key=("id",),
@@ -168,8 +223,11 @@ TABLES = (
             col("type", "`Password` (client secret) or `AsymmetricX509Cert`.", required=True),
             col("display_name", "Credential description."),
             col("start_date_time", "Valid from (UTC).", required=True),
-            col("end_date_time", "Expires (UTC). Secrets valid for more than two years violate policy.",
-                required=True),
+            col(
+                "end_date_time",
+                "Expires (UTC). Secrets valid for more than two years violate policy.",
+                required=True,
+            ),
         ),
         primary_key=("key_id",),
         foreign_keys=(fk("service_principal_id", "azure_service_principals", "id"),),
@@ -182,8 +240,10 @@ TABLES = (
             col("owner_id", "`azure_users.id`.", required=True),
         ),
         primary_key=("service_principal_id", "owner_id"),
-        foreign_keys=(fk("service_principal_id", "azure_service_principals", "id"),
-                      fk("owner_id", "azure_users", "id")),
+        foreign_keys=(
+            fk("service_principal_id", "azure_service_principals", "id"),
+            fk("owner_id", "azure_users", "id"),
+        ),
     ),
 )
 
@@ -203,8 +263,14 @@ ROLES = (
 ROLE = {name: rid for rid, name, _ in ROLES}
 ADMIN_ROLES = [r for r in ROLE if r not in ("Global Reader", "Security Reader")]
 
-PARTNER_DOMAINS = ("northbridge-consulting.com", "acme-audit.co.uk", "pixelforge.design", "gmail.com",
-                   "talentbridge.io", "securelayer.net")
+PARTNER_DOMAINS = (
+    "northbridge-consulting.com",
+    "acme-audit.co.uk",
+    "pixelforge.design",
+    "gmail.com",
+    "talentbridge.io",
+    "securelayer.net",
+)
 
 
 @dataclass
@@ -244,34 +310,81 @@ def generate(org: Org) -> Rows:
             assert p.termination is not None
             last = org.when(at(p.termination) - timedelta(days=5), at(p.termination, 17))
         users.append(AzureUser(uid, upn, p, enabled))
-        rows_users.append((uid, upn, p.email, p.name, p.first, p.last, p.title, p.department, "Member",
-                           int(enabled), None, ts(created), ts(last)))
+        rows_users.append(
+            (
+                uid,
+                upn,
+                p.email,
+                p.name,
+                p.first,
+                p.last,
+                p.title,
+                p.department,
+                "Member",
+                int(enabled),
+                None,
+                ts(created),
+                ts(last),
+            )
+        )
     # Cloud-only and non-human accounts: match nobody in HR.
-    for local, name, domain in (("breakglass01", "Break Glass 01", TENANT_DOMAIN),
-                                ("breakglass02", "Break Glass 02", TENANT_DOMAIN),
-                                ("svc-adconnect", "Azure AD Connect Sync", DOMAIN),
-                                ("scanner", "Office Scanner", DOMAIN),
-                                ("conf-room-atlas", "Conference Room Atlas", DOMAIN),
-                                ("adm-jwright", "Admin J Wright", DOMAIN)):
+    for local, name, domain in (
+        ("breakglass01", "Break Glass 01", TENANT_DOMAIN),
+        ("breakglass02", "Break Glass 02", TENANT_DOMAIN),
+        ("svc-adconnect", "Azure AD Connect Sync", DOMAIN),
+        ("scanner", "Office Scanner", DOMAIN),
+        ("conf-room-atlas", "Conference Room Atlas", DOMAIN),
+        ("adm-jwright", "Admin J Wright", DOMAIN),
+    ):
         uid = org.guid()
         upn = f"{local}@{domain}"
         users.append(AzureUser(uid, upn, None, True))
-        last = None if local.startswith("breakglass") else ts(org.when(AS_OF - timedelta(days=90), AS_OF))
-        rows_users.append((uid, upn, None if domain == TENANT_DOMAIN else upn, name, None, None, None, None,
-                           "Member", 1, None, "2020-02-03T11:00:00Z", last))
+        seen = None if local.startswith("breakglass") else ts(org.when(AS_OF - timedelta(days=90), AS_OF))
+        rows_users.append(
+            (
+                uid,
+                upn,
+                None if domain == TENANT_DOMAIN else upn,
+                name,
+                None,
+                None,
+                None,
+                None,
+                "Member",
+                1,
+                None,
+                "2020-02-03T11:00:00Z",
+                seen,
+            )
+        )
     for i in range(48):
         domain = PARTNER_DOMAINS[i % len(PARTNER_DOMAINS)]
-        first, last_name = rng.choice(("lena", "marco", "ike", "rosa", "tariq", "nina", "pete", "ula")), \
-            rng.choice(("berg", "costa", "duarte", "fox", "grant", "holm", "ito", "james"))
+        first, last_name = (
+            rng.choice(("lena", "marco", "ike", "rosa", "tariq", "nina", "pete", "ula")),
+            rng.choice(("berg", "costa", "duarte", "fox", "grant", "holm", "ito", "james")),
+        )
         mail = f"{first}.{last_name}{i}@{domain}"
         uid = org.guid()
         upn = f"{mail.replace('@', '_')}#EXT#@{TENANT_DOMAIN}"
         users.append(AzureUser(uid, upn, None, True))
         state = "Accepted" if rng.random() < 0.85 else "PendingAcceptance"
-        rows_users.append((uid, upn, mail, f"{first.title()} {last_name.title()} ({domain})", first.title(),
-                           last_name.title(), None, None, "Guest", 1, state,
-                           ts(org.when(datetime(2021, 1, 1, tzinfo=AS_OF.tzinfo), AS_OF - timedelta(days=10))),
-                           ts(org.when(AS_OF - timedelta(days=300), AS_OF)) if state == "Accepted" else None))
+        rows_users.append(
+            (
+                uid,
+                upn,
+                mail,
+                f"{first.title()} {last_name.title()} ({domain})",
+                first.title(),
+                last_name.title(),
+                None,
+                None,
+                "Guest",
+                1,
+                state,
+                ts(org.when(datetime(2021, 1, 1, tzinfo=AS_OF.tzinfo), AS_OF - timedelta(days=10))),
+                ts(org.when(AS_OF - timedelta(days=300), AS_OF)) if state == "Accepted" else None,
+            )
+        )
     org.shared["azure_users"] = users
     by_upn = {u.upn: u for u in users}
     out = _groups_roles_ca(org, users, by_upn, rows_users)
@@ -280,8 +393,9 @@ def generate(org: Org) -> Rows:
     return out
 
 
-def _groups_roles_ca(org: Org, users: list[AzureUser], by_upn: dict[str, AzureUser],
-                     rows_users: list[tuple[object, ...]]) -> Rows:
+def _groups_roles_ca(
+    org: Org, users: list[AzureUser], by_upn: dict[str, AzureUser], rows_users: list[tuple[object, ...]]
+) -> Rows:
     rng = org.rng
     groups: dict[str, str] = {}
     rows_groups: list[tuple[object, ...]] = []
@@ -290,8 +404,19 @@ def _groups_roles_ca(org: Org, users: list[AzureUser], by_upn: dict[str, AzureUs
     def group(name: str, desc: str, *, role: bool = False, kind: str = "", mail: bool = False) -> str:
         gid = org.guid()
         groups[name] = gid
-        rows_groups.append((gid, name, desc, name.lower().replace(" ", "-"), 1, int(mail), kind, int(role),
-                            "2020-05-12T09:00:00Z"))
+        rows_groups.append(
+            (
+                gid,
+                name,
+                desc,
+                name.lower().replace(" ", "-"),
+                1,
+                int(mail),
+                kind,
+                int(role),
+                "2020-05-12T09:00:00Z",
+            )
+        )
         return gid
 
     def member(g: str, mid: str, kind: str = "user") -> None:
@@ -347,8 +472,17 @@ def _groups_roles_ca(org: Org, users: list[AzureUser], by_upn: dict[str, AzureUs
     assigns: list[tuple[object, ...]] = []
 
     def assign(role: str, pid: str, ptype: str = "User", kind: str = "Active") -> None:
-        assigns.append((org.guid(), ROLE[role], pid, ptype, "/", kind,
-                        ts(org.when(datetime(2021, 3, 1, tzinfo=AS_OF.tzinfo), AS_OF - timedelta(days=40)))))
+        assigns.append(
+            (
+                org.guid(),
+                ROLE[role],
+                pid,
+                ptype,
+                "/",
+                kind,
+                ts(org.when(datetime(2021, 3, 1, tzinfo=AS_OF.tzinfo), AS_OF - timedelta(days=40))),
+            )
+        )
 
     for u in ga:
         assign("Global Administrator", u.id)
@@ -378,7 +512,7 @@ def _groups_roles_ca(org: Org, users: list[AzureUser], by_upn: dict[str, AzureUs
     # Family 11: a dormant Global Administrator (no sign-in since last year).
     dormant = ga[3]
     idx = next(i for i, r in enumerate(rows_users) if r[0] == dormant.id)
-    rows_users[idx] = rows_users[idx][:12] + ("2025-11-21T16:40:00Z",)
+    rows_users[idx] = (*rows_users[idx][:12], "2025-11-21T16:40:00Z")
     org.shared["azure_roles"] = assigns
     org.shared["azure_ga"] = ga
 
@@ -395,29 +529,68 @@ def _groups_roles_ca(org: Org, users: list[AzureUser], by_upn: dict[str, AzureUs
     }
 
 
-def _conditional_access(org: Org, groups: dict[str, str], by_upn: dict[str, AzureUser],
-                        ga: list[AzureUser]) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+def _conditional_access(
+    org: Org, groups: dict[str, str], by_upn: dict[str, AzureUser], ga: list[AzureUser]
+) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
     policies: list[tuple[object, ...]] = []
     targets: list[tuple[object, ...]] = []
     specs = (
-        ("CA001 - Require MFA for administrators", "enabled", "mfa", "all",
-         [("include", "role", ROLE[r]) for r in ADMIN_ROLES]
-         + [("exclude", "group", groups["CA-Exclusion-BreakGlass"]),
-            ("exclude", "group", groups["CA-Exclusion-Legacy-Auth"])]),
-        ("CA002 - Require MFA for all users", "enabled", "mfa", "all",
-         [("include", "special", "All"), ("exclude", "group", groups["CA-Exclusion-BreakGlass"]),
-          ("exclude", "group", groups["CA-Exclusion-Travel"]),
-          ("exclude", "user", by_upn[f"svc-adconnect@{DOMAIN}"].id)]),
-        ("CA003 - Block legacy authentication", "enabled", "block", "exchangeActiveSync,other",
-         [("include", "special", "All"), ("exclude", "group", groups["CA-Exclusion-Legacy-Auth"])]),
-        ("CA004 - Require compliant device for Global Administrators", "enabledForReportingButNotEnforced",
-         "compliantDevice", "all", [("include", "role", ROLE["Global Administrator"])]),
-        ("CA005 - Require MFA for guests", "enabled", "mfa", "all",
-         [("include", "special", "GuestsOrExternalUsers")]),
+        (
+            "CA001 - Require MFA for administrators",
+            "enabled",
+            "mfa",
+            "all",
+            [("include", "role", ROLE[r]) for r in ADMIN_ROLES]
+            + [
+                ("exclude", "group", groups["CA-Exclusion-BreakGlass"]),
+                ("exclude", "group", groups["CA-Exclusion-Legacy-Auth"]),
+            ],
+        ),
+        (
+            "CA002 - Require MFA for all users",
+            "enabled",
+            "mfa",
+            "all",
+            [
+                ("include", "special", "All"),
+                ("exclude", "group", groups["CA-Exclusion-BreakGlass"]),
+                ("exclude", "group", groups["CA-Exclusion-Travel"]),
+                ("exclude", "user", by_upn[f"svc-adconnect@{DOMAIN}"].id),
+            ],
+        ),
+        (
+            "CA003 - Block legacy authentication",
+            "enabled",
+            "block",
+            "exchangeActiveSync,other",
+            [("include", "special", "All"), ("exclude", "group", groups["CA-Exclusion-Legacy-Auth"])],
+        ),
+        (
+            "CA004 - Require compliant device for Global Administrators",
+            "enabledForReportingButNotEnforced",
+            "compliantDevice",
+            "all",
+            [("include", "role", ROLE["Global Administrator"])],
+        ),
+        (
+            "CA005 - Require MFA for guests",
+            "enabled",
+            "mfa",
+            "all",
+            [("include", "special", "GuestsOrExternalUsers")],
+        ),
         ("CA006 - Legacy MFA baseline (retired)", "disabled", "mfa", "all", [("include", "special", "All")]),
-        ("CA007 - Block sign-ins from untrusted countries", "enabled", "block", "all",
-         [("include", "special", "All"), ("exclude", "group", groups["CA-Exclusion-BreakGlass"]),
-          ("exclude", "user", ga[0].id)]),
+        (
+            "CA007 - Block sign-ins from untrusted countries",
+            "enabled",
+            "block",
+            "all",
+            [
+                ("include", "special", "All"),
+                ("exclude", "group", groups["CA-Exclusion-BreakGlass"]),
+                ("exclude", "user", ga[0].id),
+            ],
+        ),
     )
     for name, state, grant, apps, rules in specs:
         pid = org.guid()
@@ -429,28 +602,48 @@ def _conditional_access(org: Org, groups: dict[str, str], by_upn: dict[str, Azur
 
 def _registration(org: Org, users: list[AzureUser], ga: list[AzureUser]) -> list[tuple[object, ...]]:
     rng = org.rng
-    rows = []
+    rows: list[Row] = []
     weak_ga = ga[2]  # Family 3: a Global Administrator with no MFA method (also excluded from CA002).
     for u in users:
         if "#EXT#" in u.upn:
             continue
-        if u is weak_ga or u.person is None and u.upn.startswith(("scanner", "conf-room", "svc-")):
+        if u is weak_ga or (u.person is None and u.upn.startswith(("scanner", "conf-room", "svc-"))):
             methods: list[str] = []
         elif u.upn.startswith("breakglass"):
             methods = ["fido2"]
         else:
             roll = rng.random()
-            methods = (["microsoftAuthenticatorPush", "softwareOneTimePasscode"] if roll < 0.6 else
-                       ["microsoftAuthenticatorPush"] if roll < 0.8 else ["windowsHelloForBusiness", "fido2"]
-                       if roll < 0.86 else ["mobilePhone"] if roll < 0.95 else [])
-        default = {"microsoftAuthenticatorPush": "microsoftAuthenticatorPush", "fido2": "fido2",
-                   "windowsHelloForBusiness": "fido2", "mobilePhone": "sms"}.get(methods[0] if methods else "",
-                                                                                "none")
+            methods = (
+                ["microsoftAuthenticatorPush", "softwareOneTimePasscode"]
+                if roll < 0.6
+                else ["microsoftAuthenticatorPush"]
+                if roll < 0.8
+                else ["windowsHelloForBusiness", "fido2"]
+                if roll < 0.86
+                else ["mobilePhone"]
+                if roll < 0.95
+                else []
+            )
+        default = {
+            "microsoftAuthenticatorPush": "microsoftAuthenticatorPush",
+            "fido2": "fido2",
+            "windowsHelloForBusiness": "fido2",
+            "mobilePhone": "sms",
+        }.get(methods[0] if methods else "", "none")
         if methods and methods[0] == "microsoftAuthenticatorPush":
             default = "microsoftAuthenticatorPush"
-        rows.append((u.id, u.upn, int(bool(methods)), int(bool(methods)),
-                     int(bool({"fido2", "windowsHelloForBusiness"} & set(methods))), ",".join(methods), default,
-                     "2026-06-29T03:00:00Z"))
+        rows.append(
+            (
+                u.id,
+                u.upn,
+                int(bool(methods)),
+                int(bool(methods)),
+                int(bool({"fido2", "windowsHelloForBusiness"} & set(methods))),
+                ",".join(methods),
+                default,
+                "2026-06-29T03:00:00Z",
+            )
+        )
     return rows
 
 
@@ -462,24 +655,67 @@ def _service_principals(org: Org, users: list[AzureUser]) -> Rows:
 
     def sp(name: str, tenant: str, kind: str = "Application") -> str:
         sid = org.guid()
-        sps.append((sid, org.guid(), name, kind, 1, tenant if kind == "Application" else None,
-                    ts(org.when(datetime(2020, 1, 1, tzinfo=AS_OF.tzinfo), AS_OF - timedelta(days=60)))))
+        sps.append(
+            (
+                sid,
+                org.guid(),
+                name,
+                kind,
+                1,
+                tenant if kind == "Application" else None,
+                ts(org.when(datetime(2020, 1, 1, tzinfo=AS_OF.tzinfo), AS_OF - timedelta(days=60))),
+            )
+        )
         return sid
 
-    for name in ("Microsoft Graph", "Office 365 Exchange Online", "Office 365 SharePoint Online",
-                 "Microsoft Teams", "Azure Portal", "Microsoft Intune", "Windows Azure Active Directory"):
+    for name in (
+        "Microsoft Graph",
+        "Office 365 Exchange Online",
+        "Office 365 SharePoint Online",
+        "Microsoft Teams",
+        "Azure Portal",
+        "Microsoft Intune",
+        "Windows Azure Active Directory",
+    ):
         sp(name, MICROSOFT_TENANT)
-    third = ("Zoom for Microsoft", "Slack for Outlook", "DocuSign", "Calendly", "Grammarly",
-             "Salesforce Outlook Integration", "Miro", "LucidChart", "Notion Sync", "MailMerge Pro")
+    third = (
+        "Zoom for Microsoft",
+        "Slack for Outlook",
+        "DocuSign",
+        "Calendly",
+        "Grammarly",
+        "Salesforce Outlook Integration",
+        "Miro",
+        "LucidChart",
+        "Notion Sync",
+        "MailMerge Pro",
+    )
     for name in third:
         sp(name, org.guid())
     for i in range(6):
         sp(f"mi-corvid-prod-{i:02d}", "", "ManagedIdentity")
-    internal_names = ("corvid-ci-deployer", "corvid-hr-sync", "corvid-scim-bridge", "corvid-billing-export",
-                      "corvid-log-shipper", "corvid-backup-runner", "corvid-support-portal", "corvid-data-loader",
-                      "corvid-sso-test", "corvid-mail-relay", "corvid-reporting", "corvid-okta-sync",
-                      "corvid-secops-automation", "corvid-terraform", "corvid-legacy-crm", "lumen-etl-runner",
-                      "lumen-dashboard", "corvid-intune-sync", "corvid-analytics-api", "corvid-teams-bot")
+    internal_names = (
+        "corvid-ci-deployer",
+        "corvid-hr-sync",
+        "corvid-scim-bridge",
+        "corvid-billing-export",
+        "corvid-log-shipper",
+        "corvid-backup-runner",
+        "corvid-support-portal",
+        "corvid-data-loader",
+        "corvid-sso-test",
+        "corvid-mail-relay",
+        "corvid-reporting",
+        "corvid-okta-sync",
+        "corvid-secops-automation",
+        "corvid-terraform",
+        "corvid-legacy-crm",
+        "lumen-etl-runner",
+        "lumen-dashboard",
+        "corvid-intune-sync",
+        "corvid-analytics-api",
+        "corvid-teams-bot",
+    )
     members = [u for u in users if u.person and u.enabled and not u.person.left and "eng" in u.person.tags]
     disabled_leavers = [u for u in users if u.person and not u.enabled]
     enabled_leavers = [u for u in users if u.person and u.enabled and u.person.left]
@@ -487,7 +723,16 @@ def _service_principals(org: Org, users: list[AzureUser]) -> Rows:
         sid = sp(name, TENANT_ID)
         start = org.when(datetime(2023, 1, 1, tzinfo=AS_OF.tzinfo), AS_OF - timedelta(days=30))
         years = 1 if i % 4 else 2
-        creds.append((org.guid(), sid, "Password", f"{name}-secret", ts(start), ts(start + timedelta(days=365 * years))))
+        creds.append(
+            (
+                org.guid(),
+                sid,
+                "Password",
+                f"{name}-secret",
+                ts(start),
+                ts(start + timedelta(days=365 * years)),
+            )
+        )
         if i in (2, 7, 12, 15):
             # Family 6: secrets far beyond the two-year policy, some effectively never expiring.
             end = start + timedelta(days=365 * (99 if i == 12 else 5))
@@ -496,8 +741,16 @@ def _service_principals(org: Org, users: list[AzureUser]) -> Rows:
             old = start - timedelta(days=800)
             creds.append((org.guid(), sid, "Password", "old-expired", ts(old), ts(old + timedelta(days=365))))
         if i % 3 == 0:
-            creds.append((org.guid(), sid, "AsymmetricX509Cert", "CN=" + name, ts(start),
-                          ts(start + timedelta(days=730))))
+            creds.append(
+                (
+                    org.guid(),
+                    sid,
+                    "AsymmetricX509Cert",
+                    "CN=" + name,
+                    ts(start),
+                    ts(start + timedelta(days=730)),
+                )
+            )
         owner_pool = members
         if i in (1, 10, 15):
             owner_pool = disabled_leavers  # owned only by people who have left (family 6)
@@ -510,10 +763,28 @@ def _service_principals(org: Org, users: list[AzureUser]) -> Rows:
     # Application Administrator.
     roles: list[tuple[object, ...]] = org.shared["azure_roles"]  # type: ignore[assignment]
     by_name = {s[2]: s[0] for s in sps}
-    roles.append((org.guid(), ROLE["Global Administrator"], by_name["corvid-secops-automation"], "ServicePrincipal",
-                  "/", "Active", "2024-04-02T12:00:00Z"))
-    roles.append((org.guid(), ROLE["Application Administrator"], by_name["corvid-terraform"], "ServicePrincipal",
-                  "/", "Active", "2023-09-14T12:00:00Z"))
+    roles.append(
+        (
+            org.guid(),
+            ROLE["Global Administrator"],
+            by_name["corvid-secops-automation"],
+            "ServicePrincipal",
+            "/",
+            "Active",
+            "2024-04-02T12:00:00Z",
+        )
+    )
+    roles.append(
+        (
+            org.guid(),
+            ROLE["Application Administrator"],
+            by_name["corvid-terraform"],
+            "ServicePrincipal",
+            "/",
+            "Active",
+            "2023-09-14T12:00:00Z",
+        )
+    )
     return {
         "azure_service_principals": sps,
         "azure_service_principal_credentials": creds,

@@ -8,8 +8,12 @@ from runner.world.org import AS_OF, DOMAIN, Org, Rows, ts
 from runner.world.schema import Table, col, fk
 
 ORG = "organizations/493021884120"
-FOLDERS = {"prod": "folders/330118842011", "nonprod": "folders/330118842012",
-           "sandbox": "folders/330118842013", "legacy": "folders/330118842014"}
+FOLDERS = {
+    "prod": "folders/330118842011",
+    "nonprod": "folders/330118842012",
+    "sandbox": "folders/330118842013",
+    "legacy": "folders/330118842014",
+}
 
 TABLES = (
     Table(
@@ -20,8 +24,11 @@ TABLES = (
             col("project_number", "Project number.", required=True),
             col("name", "Display name.", required=True),
             col("parent", "`organizations/<id>` or `folders/<id>`.", required=True),
-            col("folder_name", "Display name of the parent folder (`prod`, `nonprod`, `sandbox`, `legacy`); "
-                "NULL when the parent is the organization."),
+            col(
+                "folder_name",
+                "Display name of the parent folder (`prod`, `nonprod`, `sandbox`, `legacy`); "
+                "NULL when the parent is the organization.",
+            ),
             col("lifecycle_state", "`ACTIVE` or `DELETE_REQUESTED`.", required=True),
             col("create_time", "Creation time (UTC).", required=True),
         ),
@@ -34,12 +41,21 @@ TABLES = (
         "`domain:<domain>` (everyone with an account on that domain), `allUsers` (anyone on the internet) "
         "or `allAuthenticatedUsers` (anyone with any Google account).",
         (
-            col("resource", "`organizations/<id>`, `folders/<id>` or `projects/<project_id>`. Bindings are "
-                "inherited downward.", required=True),
-            col("role", "Role, e.g. `roles/owner`, `roles/editor`, `roles/viewer`, "
-                "`roles/resourcemanager.organizationAdmin`.", required=True),
+            col(
+                "resource",
+                "`organizations/<id>`, `folders/<id>` or `projects/<project_id>`. Bindings are inherited downward.",
+                required=True,
+            ),
+            col(
+                "role",
+                "Role, e.g. `roles/owner`, `roles/editor`, `roles/viewer`, `roles/resourcemanager.organizationAdmin`.",
+                required=True,
+            ),
             col("member", "Member string, as described above.", required=True),
-            col("condition_title", "Title of the IAM condition, if the binding is conditional; NULL otherwise."),
+            col(
+                "condition_title",
+                "Title of the IAM condition, if the binding is conditional; NULL otherwise.",
+            ),
         ),
         primary_key=("resource", "role", "member"),
     ),
@@ -66,9 +82,16 @@ TABLES = (
             col("service_account_email", "`gcp_service_accounts.email`.", required=True),
             col("key_type", "`USER_MANAGED` or `SYSTEM_MANAGED`.", required=True),
             col("key_algorithm", "`KEY_ALG_RSA_2048` or `KEY_ALG_RSA_1024`.", required=True),
-            col("valid_after_time", "Created / valid from (UTC). Key age is measured from here.", required=True),
-            col("valid_before_time", "Expiry (UTC); `9999-12-31T23:59:59Z` for keys that never expire.",
-                required=True),
+            col(
+                "valid_after_time",
+                "Created / valid from (UTC). Key age is measured from here.",
+                required=True,
+            ),
+            col(
+                "valid_before_time",
+                "Expiry (UTC); `9999-12-31T23:59:59Z` for keys that never expire.",
+                required=True,
+            ),
             col("disabled", "1 if the key is disabled.", "INTEGER", required=True),
         ),
         primary_key=("key_id",),
@@ -77,12 +100,22 @@ TABLES = (
 )
 
 PROJECTS = (
-    ("corvid-prod-api", "prod"), ("corvid-prod-data", "prod"), ("corvid-prod-ml", "prod"),
-    ("corvid-security-logs", None), ("corvid-billing-export", None),
-    ("corvid-staging", "nonprod"), ("corvid-dev-platform", "nonprod"), ("corvid-dev-data", "nonprod"),
-    ("corvid-dev-web", "nonprod"), ("corvid-public-assets", "prod"),
-    ("corvid-sandbox-ml", "sandbox"), ("corvid-sandbox-hackweek", "sandbox"), ("corvid-sandbox-infra", "sandbox"),
-    ("lumen-analytics-legacy", "legacy"), ("lumen-etl", "legacy"), ("corvid-ci", "nonprod"),
+    ("corvid-prod-api", "prod"),
+    ("corvid-prod-data", "prod"),
+    ("corvid-prod-ml", "prod"),
+    ("corvid-security-logs", None),
+    ("corvid-billing-export", None),
+    ("corvid-staging", "nonprod"),
+    ("corvid-dev-platform", "nonprod"),
+    ("corvid-dev-data", "nonprod"),
+    ("corvid-dev-web", "nonprod"),
+    ("corvid-public-assets", "prod"),
+    ("corvid-sandbox-ml", "sandbox"),
+    ("corvid-sandbox-hackweek", "sandbox"),
+    ("corvid-sandbox-infra", "sandbox"),
+    ("lumen-analytics-legacy", "legacy"),
+    ("lumen-etl", "legacy"),
+    ("corvid-ci", "nonprod"),
 )
 
 
@@ -94,9 +127,17 @@ def generate(org: Org) -> Rows:
     projects = []
     for i, (pid, folder) in enumerate(PROJECTS):
         parent = FOLDERS[folder] if folder else ORG
-        projects.append((pid, str(710_000_000_000 + i * 104_729), pid.replace("-", " ").title(), parent, folder,
-                         "ACTIVE" if pid != "lumen-etl" else "DELETE_REQUESTED",
-                         ts(datetime(2019, 2, 1, tzinfo=AS_OF.tzinfo) + timedelta(days=90 * i))))
+        projects.append(
+            (
+                pid,
+                str(710_000_000_000 + i * 104_729),
+                pid.replace("-", " ").title(),
+                parent,
+                folder,
+                "ACTIVE" if pid != "lumen-etl" else "DELETE_REQUESTED",
+                ts(datetime(2019, 2, 1, tzinfo=AS_OF.tzinfo) + timedelta(days=90 * i)),
+            )
+        )
     bindings: set[tuple[str, str, str, str | None]] = set()
 
     def bind(resource: str, role: str, member: str, condition: str | None = None) -> None:
@@ -109,27 +150,36 @@ def generate(org: Org) -> Rows:
     bind(ORG, "roles/billing.admin", f"group:gcp-billing-admins@{DOMAIN}")
     bind(ORG, "roles/browser", f"domain:{DOMAIN}")
     bind(ORG, "roles/iam.securityReviewer", f"group:security-alerts@{DOMAIN}")
-    for p, folder in PROJECTS:
+    for project_id, folder in PROJECTS:
         if folder == "prod":
-            bind(proj(p), "roles/owner", f"group:gcp-platform-admins@{DOMAIN}")
+            bind(proj(project_id), "roles/owner", f"group:gcp-platform-admins@{DOMAIN}")
     bind(proj("corvid-prod-data"), "roles/bigquery.admin", f"group:data-platform@{DOMAIN}")
     bind(proj("corvid-dev-data"), "roles/bigquery.admin", f"group:data-platform@{DOMAIN}")
     # Engineers by primary email on non-production projects.
-    eng_emails = [e for e, uid in ids.items() if uid in person_of and "eng" in org.by_pid(person_of[uid]).tags
-                  and not org.by_pid(person_of[uid]).left]
+    eng_emails = [
+        e
+        for e, uid in ids.items()
+        if uid in person_of and "eng" in org.by_pid(person_of[uid]).tags and not org.by_pid(person_of[uid]).left
+    ]
     for e in rng.sample(eng_emails, 160):
-        p = rng.choice([p for p, f in PROJECTS if f in ("nonprod", "sandbox")])
-        bind(proj(p), rng.choice(("roles/editor", "roles/viewer", "roles/viewer")), f"user:{e}")
+        project = rng.choice([p for p, f in PROJECTS if f in ("nonprod", "sandbox")])
+        bind(proj(project), rng.choice(("roles/editor", "roles/viewer", "roles/viewer")), f"user:{e}")
     for e in rng.sample(eng_emails, 12):
         bind(proj(rng.choice(("corvid-prod-api", "corvid-prod-ml"))), "roles/viewer", f"user:{e}")
     # Family 1: leavers (Workspace account suspended, or deleted) still bound directly.
-    leavers = [p for p in org.people if p.left and "eng" in p.tags and p.pid not in org.claimed
-               and p.termination and p.termination.year >= 2025]
+    leavers = [
+        p
+        for p in org.people
+        if p.left and "eng" in p.tags and p.pid not in org.claimed and p.termination and p.termination.year >= 2025
+    ]
     for i, p in enumerate(org.pick(leavers, 4)):
         p.tags.add("gcp_leaver_binding")
         role = ("roles/owner", "roles/editor", "roles/bigquery.dataEditor", "roles/viewer")[i]
-        bind(proj(("corvid-prod-data", "corvid-dev-platform", "corvid-prod-ml", "corvid-staging")[i]), role,
-             f"user:{p.email}")
+        bind(
+            proj(("corvid-prod-data", "corvid-dev-platform", "corvid-prod-ml", "corvid-staging")[i]),
+            role,
+            f"user:{p.email}",
+        )
     # Decoy: an active Lumen engineer bound by the old-domain address (resolves through an alias).
     lumen = [p for p in org.people if p.acquired and "eng" in p.tags and not p.left and p.pid not in org.claimed]
     for p in org.pick(lumen, 2):
@@ -140,11 +190,19 @@ def generate(org: Org) -> Rows:
     bind(proj("corvid-public-assets"), "roles/storage.objectViewer", "allUsers")
     bind(proj("corvid-staging"), "roles/run.invoker", "allUsers")
     bind(proj("lumen-analytics-legacy"), "roles/viewer", "allAuthenticatedUsers")
-    bind(proj("corvid-sandbox-hackweek"), "roles/editor", "user:hackweek.judge@outlook.com",
-         "expires 2026-03-01")
+    bind(
+        proj("corvid-sandbox-hackweek"),
+        "roles/editor",
+        "user:hackweek.judge@outlook.com",
+        "expires 2026-03-01",
+    )
     sas, keys = _service_accounts(org, bind)
-    return {"gcp_projects": projects, "gcp_iam_bindings": sorted(bindings, key=lambda b: (b[0], b[1], b[2])),
-            "gcp_service_accounts": sas, "gcp_service_account_keys": keys}
+    return {
+        "gcp_projects": projects,
+        "gcp_iam_bindings": sorted(bindings, key=lambda b: (b[0], b[1], b[2])),
+        "gcp_service_accounts": sas,
+        "gcp_service_account_keys": keys,
+    }
 
 
 def _service_accounts(org: Org, bind: object) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
@@ -154,10 +212,13 @@ def _service_accounts(org: Org, bind: object) -> tuple[list[tuple[object, ...]],
     sas: list[tuple[object, ...]] = []
     keys: list[tuple[object, ...]] = []
     owners_ok = [p for p in org.people if "eng" in p.tags and not p.left]
-    owners_gone = [p for p in org.people if "eng" in p.tags and p.left and p.pid not in org.claimed
-                   and p.termination and p.termination.year >= 2024]
+    owners_gone = [
+        p
+        for p in org.people
+        if "eng" in p.tags and p.left and p.pid not in org.claimed and p.termination and p.termination.year >= 2024
+    ]
     gone = org.pick(owners_gone, 3)
-    specs = (
+    specs: tuple[tuple[str, str, str, str, list[int]], ...] = (
         # (project, name, role on the project, owner kind, user-managed key ages in days)
         ("corvid-prod-api", "api-runtime", "roles/cloudsql.client", "ok", []),
         ("corvid-prod-api", "deployer", "roles/owner", "gone", [540]),
@@ -180,28 +241,61 @@ def _service_accounts(org: Org, bind: object) -> tuple[list[tuple[object, ...]],
         if owner and owner_kind == "gone":
             owner.tags.add("gcp_sa_owner_left")
         desc = f"owner: {owner.email}" if owner else None
-        sas.append((email, project, str(rng.randint(10**20, 10**21 - 1)), name.replace("-", " ").title(), desc,
-                    0))
+        sas.append((email, project, str(rng.randint(10**20, 10**21 - 1)), name.replace("-", " ").title(), desc, 0))
         add(f"projects/{project}", role, f"serviceAccount:{email}")
         for age in ages:
             start = AS_OF - timedelta(days=age, hours=rng.randint(0, 20))
-            keys.append((org.hexid(40), email, "USER_MANAGED", "KEY_ALG_RSA_2048", ts(start), "9999-12-31T23:59:59Z",
-                         0))
+            keys.append(
+                (
+                    org.hexid(40),
+                    email,
+                    "USER_MANAGED",
+                    "KEY_ALG_RSA_2048",
+                    ts(start),
+                    "9999-12-31T23:59:59Z",
+                    0,
+                )
+            )
         for _ in range(2):
             start = AS_OF - timedelta(days=rng.randint(1, 80))
-            keys.append((org.hexid(40), email, "SYSTEM_MANAGED", "KEY_ALG_RSA_2048", ts(start),
-                         ts(start + timedelta(days=90)), 0))
+            keys.append(
+                (
+                    org.hexid(40),
+                    email,
+                    "SYSTEM_MANAGED",
+                    "KEY_ALG_RSA_2048",
+                    ts(start),
+                    ts(start + timedelta(days=90)),
+                    0,
+                )
+            )
     # Default compute service accounts hold Editor, as GCP grants by default.
     for project in ("corvid-prod-api", "corvid-staging", "corvid-sandbox-hackweek"):
         number = 710_000_000_000 + [p for p, _ in PROJECTS].index(project) * 104_729
         email = f"{number}-compute@developer.gserviceaccount.com"
-        sas.append((email, project, str(rng.randint(10**20, 10**21 - 1)), "Compute Engine default service account",
-                    None, 0))
+        sas.append(
+            (
+                email,
+                project,
+                str(rng.randint(10**20, 10**21 - 1)),
+                "Compute Engine default service account",
+                None,
+                0,
+            )
+        )
         add(f"projects/{project}", "roles/editor", f"serviceAccount:{email}")
     # A disabled account with an old key: a decoy for "stale key" questions that ignore `disabled`.
     email = "old-exporter@corvid-billing-export.iam.gserviceaccount.com"
-    sas.append((email, "corvid-billing-export", str(rng.randint(10**20, 10**21 - 1)), "Old Exporter",
-                None, 1))
-    keys.append((org.hexid(40), email, "USER_MANAGED", "KEY_ALG_RSA_1024", "2021-04-02T10:00:00Z",
-                 "9999-12-31T23:59:59Z", 1))
+    sas.append((email, "corvid-billing-export", str(rng.randint(10**20, 10**21 - 1)), "Old Exporter", None, 1))
+    keys.append(
+        (
+            org.hexid(40),
+            email,
+            "USER_MANAGED",
+            "KEY_ALG_RSA_1024",
+            "2021-04-02T10:00:00Z",
+            "9999-12-31T23:59:59Z",
+            1,
+        )
+    )
     return sas, keys

@@ -7,9 +7,10 @@ is the SAML identity (the IdP name id the member last signed in with).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 
-from runner.world.org import AS_OF, Org, Person, Rows, at, ts
+from runner.world.org import AS_OF, Org, Person, Row, Rows, at, ts
 from runner.world.schema import Table, col, fk
 from runner.world.vendors.okta import OktaUser
 
@@ -107,8 +108,11 @@ TABLES = (
             col("repo_id", "`github_repos.id`.", "INTEGER", required=True),
             col("login", "User login.", required=True),
             col("permission", "`pull`, `triage`, `push`, `maintain` or `admin`.", required=True),
-            col("affiliation", "`direct` (an organization member) or `outside` (an outside collaborator).",
-                required=True),
+            col(
+                "affiliation",
+                "`direct` (an organization member) or `outside` (an outside collaborator).",
+                required=True,
+            ),
         ),
         primary_key=("repo_id", "login"),
         foreign_keys=(fk("repo_id", "github_repos", "id"),),
@@ -130,10 +134,50 @@ TABLES = (
     ),
 )
 
-WORDS = ("pixel", "byte", "cloud", "rust", "neon", "quantum", "panda", "otter", "lambda", "vector", "ember",
-         "dev", "hack", "ninja", "nomad", "echo", "tango", "delta", "flux", "orbit")
-REPO_WORDS = ("api", "web", "infra", "platform", "billing", "auth", "search", "ingest", "etl", "ml", "docs",
-              "sdk", "cli", "mobile", "console", "gateway", "events", "reports", "alerts", "scheduler")
+WORDS = (
+    "pixel",
+    "byte",
+    "cloud",
+    "rust",
+    "neon",
+    "quantum",
+    "panda",
+    "otter",
+    "lambda",
+    "vector",
+    "ember",
+    "dev",
+    "hack",
+    "ninja",
+    "nomad",
+    "echo",
+    "tango",
+    "delta",
+    "flux",
+    "orbit",
+)
+REPO_WORDS = (
+    "api",
+    "web",
+    "infra",
+    "platform",
+    "billing",
+    "auth",
+    "search",
+    "ingest",
+    "etl",
+    "ml",
+    "docs",
+    "sdk",
+    "cli",
+    "mobile",
+    "console",
+    "gateway",
+    "events",
+    "reports",
+    "alerts",
+    "scheduler",
+)
 
 
 def _login(org: Org, p: Person, taken: set[str]) -> str:
@@ -169,8 +213,14 @@ def generate(org: Org) -> Rows:
     # Deprovisioning in Okta removes GitHub access (SAML); only the planted leavers below escape it.
     eng_okta = [u for u in okta if u.person and "github-users" in u.groups and u.status != "DEPROVISIONED"]
     leavers_removed = [u for u in okta if u.person and u.person.left and "eng" in u.person.tags]
-    still_member = org.pick([u.person for u in leavers_removed if u.person and u.person.termination
-                             and u.person.termination > date(2025, 3, 1)], 5)
+    still_member = org.pick(
+        [
+            u.person
+            for u in leavers_removed
+            if u.person and u.person.termination and u.person.termination > date(2025, 3, 1)
+        ],
+        5,
+    )
     login_of: dict[str, str] = {}
     for u in eng_okta + [u for u in leavers_removed if u.person in still_member]:
         assert u.person is not None
@@ -179,19 +229,32 @@ def generate(org: Org) -> Rows:
         login_of[p.pid] = login
         if p in still_member:
             p.tags.add("github_leaver_member")
-        members.append([login, uid(), "member", int(rng.random() < 0.95),
-                        p.name if rng.random() < 0.6 else None,
-                        ts(org.when(datetime(2012, 1, 1, tzinfo=AS_OF.tzinfo), at(p.start)))])
+        members.append(
+            [
+                login,
+                uid(),
+                "member",
+                int(rng.random() < 0.95),
+                p.name if rng.random() < 0.6 else None,
+                ts(org.when(datetime(2012, 1, 1, tzinfo=AS_OF.tzinfo), at(p.start))),
+            ]
+        )
         saml.append((login, u.login, ts(org.when(at(max(p.start, date(2020, 1, 1))), AS_OF - timedelta(days=5)))))
     # Members with no SAML identity: bots, and accounts that match nobody (family 5).
-    for login, name in (("corvid-ci-bot", "Corvid CI"), ("corvid-release-bot", None), ("dkwon-old", None),
-                        ("contractor-tmp-7", None), ("sre-shared", "SRE shared account")):
+    for login, name in (
+        ("corvid-ci-bot", "Corvid CI"),
+        ("corvid-release-bot", None),
+        ("dkwon-old", None),
+        ("contractor-tmp-7", None),
+        ("sre-shared", "SRE shared account"),
+    ):
         taken.add(login)
         members.append([login, uid(), "member", 1 if "bot" in login else 0, name, "2021-05-05T12:00:00Z"])
     by_login = {str(m[0]): m for m in members}
     # Owners: a handful of platform/security staff, plus planted problems.
-    owner_candidates = [login_of[u.person.pid] for u in eng_okta if u.person and {"sre", "sec"} & u.person.tags
-                        and not u.person.left]
+    owner_candidates = [
+        login_of[u.person.pid] for u in eng_okta if u.person and {"sre", "sec"} & u.person.tags and not u.person.left
+    ]
     for login in owner_candidates[:5]:
         by_login[login][2] = "admin"
         by_login[login][3] = 1
@@ -206,16 +269,24 @@ def generate(org: Org) -> Rows:
         taken.add(login)
         outside.append((login, uid(), int(i % 5 != 0), None))
     out = _repos(org, [str(m[0]) for m in members], owner_candidates, outside, login_of, still_member)
-    out.update({
-        "github_org_members": [tuple(m) for m in members],
-        "github_saml_identities": saml,
-        "github_outside_collaborators": outside,
-    })
+    out.update(
+        {
+            "github_org_members": [tuple(m) for m in members],
+            "github_saml_identities": saml,
+            "github_outside_collaborators": outside,
+        }
+    )
     return out
 
 
-def _repos(org: Org, member_logins: list[str], leads: list[str], outside: list[tuple[object, ...]],
-           login_of: dict[str, str], leavers: list[Person]) -> Rows:
+def _repos(
+    org: Org,
+    member_logins: list[str],
+    leads: list[str],
+    outside: Sequence[Row],
+    login_of: dict[str, str],
+    leavers: list[Person],
+) -> Rows:
     rng = org.rng
     repos: list[tuple[object, ...]] = []
     names: set[str] = set()
@@ -227,12 +298,37 @@ def _repos(org: Org, member_logins: list[str], leads: list[str], outside: list[t
         vis = "private" if i % 9 else ("public" if i % 2 else "internal")
         created = org.when(datetime(2016, 3, 1, tzinfo=AS_OF.tzinfo), AS_OF - timedelta(days=30))
         archived = int(rng.random() < 0.12)
-        repos.append((90_000 + i * 37, name, f"corvid-systems/{name}", vis, archived, "main", ts(created),
-                      ts(org.when(created, AS_OF - timedelta(days=1)))))
-    for name, vis in (("platform-infra", "private"), ("terraform-aws", "private"), ("corvid-sdk-python", "public"),
-                      ("corvid-docs", "public"), ("lumen-pipelines", "internal")):
-        repos.append((90_000 + len(repos) * 37, name, f"corvid-systems/{name}", vis, 0, "main",
-                      "2020-04-01T10:00:00Z", ts(AS_OF - timedelta(days=2))))
+        repos.append(
+            (
+                90_000 + i * 37,
+                name,
+                f"corvid-systems/{name}",
+                vis,
+                archived,
+                "main",
+                ts(created),
+                ts(org.when(created, AS_OF - timedelta(days=1))),
+            )
+        )
+    for name, vis in (
+        ("platform-infra", "private"),
+        ("terraform-aws", "private"),
+        ("corvid-sdk-python", "public"),
+        ("corvid-docs", "public"),
+        ("lumen-pipelines", "internal"),
+    ):
+        repos.append(
+            (
+                90_000 + len(repos) * 37,
+                name,
+                f"corvid-systems/{name}",
+                vis,
+                0,
+                "main",
+                "2020-04-01T10:00:00Z",
+                ts(AS_OF - timedelta(days=2)),
+            )
+        )
     repo_id = {str(r[1]): int(str(r[0])) for r in repos}
     teams: list[tuple[object, ...]] = []
 
@@ -276,7 +372,7 @@ def _repos(org: Org, member_logins: list[str], leads: list[str], outside: list[t
     trepos.add((release, repo_id["corvid-sdk-python"], "admin"))
     collabs: set[tuple[int, str, str, str]] = set()
     out_logins = [str(o[0]) for o in outside]
-    for i, login in enumerate(out_logins):
+    for login in out_logins:
         for r in rng.sample(repos, rng.randint(1, 3)):
             collabs.add((int(str(r[0])), login, rng.choice(("pull", "pull", "triage", "push")), "outside"))
     # Family 7: outside collaborators with admin rights.
@@ -290,14 +386,36 @@ def _repos(org: Org, member_logins: list[str], leads: list[str], outside: list[t
     for i, r in enumerate(rng.sample(repos, 40)):
         added = rng.choice(humans)
         created = org.when(datetime(2019, 1, 1, tzinfo=AS_OF.tzinfo), AS_OF - timedelta(days=20))
-        keys.append((7_700_000 + i * 17, r[0], f"deploy-{r[1]}", int(i % 4 != 0), added, ts(created),
-                     ts(org.when(created, AS_OF)) if i % 3 else None))
+        keys.append(
+            (
+                7_700_000 + i * 17,
+                r[0],
+                f"deploy-{r[1]}",
+                int(i % 4 != 0),
+                added,
+                ts(created),
+                ts(org.when(created, AS_OF)) if i % 3 else None,
+            )
+        )
     # Family 6: write-enabled deploy keys on public repos, and keys added by people who left.
-    for j, (repo, adder) in enumerate((("corvid-sdk-python", login_of[leavers[2].pid]),
-                                       ("corvid-docs", humans[3]),
-                                       ("terraform-aws", login_of[leavers[3].pid]))):
-        keys.append((7_800_000 + j, repo_id[repo], f"ci-{repo}", 0, adder, "2021-09-14T08:00:00Z",
-                     ts(AS_OF - timedelta(days=4))))
+    for j, (repo, adder) in enumerate(
+        (
+            ("corvid-sdk-python", login_of[leavers[2].pid]),
+            ("corvid-docs", humans[3]),
+            ("terraform-aws", login_of[leavers[3].pid]),
+        )
+    ):
+        keys.append(
+            (
+                7_800_000 + j,
+                repo_id[repo],
+                f"ci-{repo}",
+                0,
+                adder,
+                "2021-09-14T08:00:00Z",
+                ts(AS_OF - timedelta(days=4)),
+            )
+        )
     return {
         "github_repos": repos,
         "github_teams": teams,

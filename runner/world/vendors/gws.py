@@ -16,16 +16,31 @@ TABLES = (
             col("id", "Immutable Google user id (numeric string).", required=True),
             col("primary_email", "Primary email, the sign-in name.", required=True),
             col("full_name", "Full name.", required=True),
-            col("org_unit_path", "Organizational unit, e.g. `/Employees/Engineering`, `/Contractors`, "
-                "`/Service Accounts`.", required=True),
+            col(
+                "org_unit_path",
+                "Organizational unit, e.g. `/Employees/Engineering`, `/Contractors`, `/Service Accounts`.",
+                required=True,
+            ),
             col("is_admin", "1 if the user is a super administrator.", "INTEGER", required=True),
-            col("is_delegated_admin", "1 if the user holds any delegated (non-super) admin role.", "INTEGER",
-                required=True),
-            col("is_enrolled_in_2sv", "1 if the user has enrolled in 2-Step Verification.", "INTEGER",
-                required=True),
-            col("is_enforced_in_2sv", "1 if 2-Step Verification is enforced for the user's org unit. "
-                "Enforcement without enrollment locks the user out at next sign-in; enrollment without "
-                "enforcement still protects the account.", "INTEGER", required=True),
+            col(
+                "is_delegated_admin",
+                "1 if the user holds any delegated (non-super) admin role.",
+                "INTEGER",
+                required=True,
+            ),
+            col(
+                "is_enrolled_in_2sv",
+                "1 if the user has enrolled in 2-Step Verification.",
+                "INTEGER",
+                required=True,
+            ),
+            col(
+                "is_enforced_in_2sv",
+                "1 if 2-Step Verification is enforced for the user's org unit. "
+                "Enrollment is what protects an account; enforcement only requires it at sign-in.",
+                "INTEGER",
+                required=True,
+            ),
             col("suspended", "1 if the account is suspended.", "INTEGER", required=True),
             col("archived", "1 if the account is archived.", "INTEGER", required=True),
             col("creation_time", "Creation time (UTC).", required=True),
@@ -35,8 +50,7 @@ TABLES = (
     ),
     Table(
         "gws_user_aliases",
-        "Additional addresses that deliver to, and identify, a user (including addresses on secondary "
-        "domains).",
+        "Additional addresses that deliver to, and identify, a user (including addresses on secondary domains).",
         (
             col("user_id", "`gws_users.id`.", required=True),
             col("alias", "The alias address.", required=True),
@@ -52,8 +66,12 @@ TABLES = (
             col("email", "Group address.", required=True),
             col("name", "Group name.", required=True),
             col("description", "Description."),
-            col("allow_external_members", "1 if the group settings allow members outside the organization.",
-                "INTEGER", required=True),
+            col(
+                "allow_external_members",
+                "1 if the group settings allow members outside the organization.",
+                "INTEGER",
+                required=True,
+            ),
         ),
         primary_key=("id",),
     ),
@@ -63,9 +81,12 @@ TABLES = (
         "address outside the organization.",
         (
             col("group_id", "`gws_groups.id`.", required=True),
-            col("member_email", "The member's address as stored in the group.", required=True),
-            col("member_id", "`gws_users.id` or `gws_groups.id` when the member is in this directory; NULL "
-                "for addresses outside it."),
+            col("member_email", "The address the member was added by (a primary address or an alias).", required=True),
+            col(
+                "member_id",
+                "`gws_users.id` or `gws_groups.id` when the member is in this directory; NULL "
+                "for addresses outside it.",
+            ),
             col("role", "`OWNER`, `MANAGER` or `MEMBER`.", required=True),
             col("type", "`USER`, `GROUP` or `CUSTOMER` (everyone in the organization).", required=True),
             col("status", "`ACTIVE`, `SUSPENDED` or NULL for addresses outside the directory."),
@@ -78,8 +99,11 @@ TABLES = (
         "Admin roles defined in the Workspace account (system roles and custom roles).",
         (
             col("role_id", "Role id.", required=True),
-            col("role_name", "Role name, e.g. `_SEED_ADMIN_ROLE` (Super Admin), `_GROUPS_ADMIN_ROLE`.",
-                required=True),
+            col(
+                "role_name",
+                "Role name, e.g. `_SEED_ADMIN_ROLE` (Super Admin), `_GROUPS_ADMIN_ROLE`.",
+                required=True,
+            ),
             col("role_description", "What the role is for."),
             col("is_super_admin_role", "1 for the super admin role.", "INTEGER", required=True),
             col("is_system_role", "1 for Google-defined roles, 0 for custom roles.", "INTEGER", required=True),
@@ -107,7 +131,12 @@ TABLES = (
             col("client_id", "OAuth client id of the app.", required=True),
             col("display_text", "App name shown on the consent screen.", required=True),
             col("scopes", "Space-separated OAuth scopes granted.", required=True),
-            col("anonymous", "1 if the app is not registered with Google (unverified).", "INTEGER", required=True),
+            col(
+                "anonymous",
+                "1 if the app is not registered with Google (unverified).",
+                "INTEGER",
+                required=True,
+            ),
             col("native_app", "1 for installed (native) apps.", "INTEGER", required=True),
         ),
         primary_key=("user_id", "client_id"),
@@ -127,13 +156,28 @@ APPS = (
     ("Superhuman", "https://mail.google.com/ https://www.googleapis.com/auth/contacts", 0, 0.01),
     ("PDF Merge Free", "https://www.googleapis.com/auth/drive", 1, 0.0),
     ("MailTracker Plus", "https://mail.google.com/ https://www.googleapis.com/auth/gmail.send", 1, 0.0),
-    ("Org Chart Sync", "https://www.googleapis.com/auth/admin.directory.user "
-     "https://www.googleapis.com/auth/admin.directory.group", 1, 0.0),
-    ("Backupify", "https://www.googleapis.com/auth/drive https://mail.google.com/ "
-     "https://www.googleapis.com/auth/admin.directory.user.readonly", 0, 0.0),
+    (
+        "Org Chart Sync",
+        "https://www.googleapis.com/auth/admin.directory.user https://www.googleapis.com/auth/admin.directory.group",
+        1,
+        0.0,
+    ),
+    (
+        "Backupify",
+        "https://www.googleapis.com/auth/drive https://mail.google.com/ "
+        "https://www.googleapis.com/auth/admin.directory.user.readonly",
+        0,
+        0.0,
+    ),
 )
-EXTERNAL = ("consultant.ana@gmail.com", "m.keller@northbridge-consulting.com", "ops@pixelforge.design",
-            "j.owusu@talentbridge.io", "audit.team@acme-audit.co.uk", "r.vance@yahoo.com")
+EXTERNAL = (
+    "consultant.ana@gmail.com",
+    "m.keller@northbridge-consulting.com",
+    "ops@pixelforge.design",
+    "j.owusu@talentbridge.io",
+    "audit.team@acme-audit.co.uk",
+    "r.vance@yahoo.com",
+)
 ROLES = (
     ("_SEED_ADMIN_ROLE", "Super Admin", 1, 1),
     ("_GROUPS_ADMIN_ROLE", "Groups Administrator", 0, 1),
@@ -148,7 +192,7 @@ ROLES = (
 def generate(org: Org) -> Rows:
     """Users, groups, roles and OAuth grants."""
     rng = org.rng
-    rows_users: list[tuple[object, ...]] = []
+    rows_users: list[list[object]] = []
     aliases: list[tuple[object, ...]] = []
     ids: dict[str, str] = {}  # primary email -> id
     person_of: dict[str, str] = {}
@@ -170,8 +214,11 @@ def generate(org: Org) -> Rows:
         person_of[uid] = p.pid
         if p.pid in unsuspended:
             p.tags.add("gws_active_leaver")
-        ou = "/Contractors" if p.employment_type == "Contractor" else (
-            "/Lumen" if p.acquired else f"/Employees/{p.department}")
+        ou = (
+            "/Contractors"
+            if p.employment_type == "Contractor"
+            else ("/Lumen" if p.acquired else f"/Employees/{p.department}")
+        )
         enrolled = rng.random() < 0.93
         enforced = ou not in ("/Contractors", "/Lumen")
         suspended = int(p.left and p.pid not in unsuspended)
@@ -181,26 +228,60 @@ def generate(org: Org) -> Rows:
                 last = org.when(at(p.termination) + timedelta(days=3), AS_OF - timedelta(days=1))
         else:
             last = org.when(AS_OF - timedelta(days=14), AS_OF - timedelta(hours=1))
-        rows_users.append([uid, p.email, p.name, ou, 0, 0, int(enrolled), int(enforced), suspended, 0,
-                           ts(at(max(p.start, date(2016, 1, 1)) - timedelta(days=2), 12)), ts(last)])
+        rows_users.append(
+            [
+                uid,
+                p.email,
+                p.name,
+                ou,
+                0,
+                0,
+                int(enrolled),
+                int(enforced),
+                suspended,
+                0,
+                ts(at(max(p.start, date(2016, 1, 1)) - timedelta(days=2), 12)),
+                ts(last),
+            ]
+        )
         if p.old_email:
             aliases.append((uid, p.old_email))
         if rng.random() < 0.3:
             aliases.append((uid, f"{p.handle}@{DOMAIN}"))
-    for local, name, ou in (("gws-admin", "Workspace Admin", "/Service Accounts"),
-                            ("it-automation", "IT Automation", "/Service Accounts"),
-                            ("recruiting-shared", "Recruiting Shared Inbox", "/Service Accounts"),
-                            ("old-intern-2019", "Intern Account", "/Employees/Engineering")):
+    for local, name, ou in (
+        ("gws-admin", "Workspace Admin", "/Service Accounts"),
+        ("it-automation", "IT Automation", "/Service Accounts"),
+        ("recruiting-shared", "Recruiting Shared Inbox", "/Service Accounts"),
+        ("old-intern-2019", "Intern Account", "/Employees/Engineering"),
+    ):
         uid = new_id()
         email = f"{local}@{DOMAIN}"
         ids[email] = uid
-        rows_users.append([uid, email, name, ou, 0, 0, 1 if local == "gws-admin" else 0, 0, 0, 0,
-                           "2019-08-01T10:00:00Z", "2024-02-11T09:00:00Z" if local.startswith("old") else
-                           ts(org.when(AS_OF - timedelta(days=30), AS_OF))])
+        rows_users.append(
+            [
+                uid,
+                email,
+                name,
+                ou,
+                0,
+                0,
+                1 if local == "gws-admin" else 0,
+                0,
+                0,
+                0,
+                "2019-08-01T10:00:00Z",
+                "2024-02-11T09:00:00Z" if local.startswith("old") else ts(org.when(AS_OF - timedelta(days=30), AS_OF)),
+            ]
+        )
     row_of = {r[0]: r for r in rows_users}
     people_rows = [r for r in rows_users if r[0] in person_of]
-    it_rows = [r for r in people_rows if "it" in org.by_pid(person_of[str(r[0])]).tags and not r[8]
-               and org.by_pid(person_of[str(r[0])]).status == "active"]
+    it_rows = [
+        r
+        for r in people_rows
+        if "it" in org.by_pid(person_of[str(r[0])]).tags
+        and not r[8]
+        and org.by_pid(person_of[str(r[0])]).status == "active"
+    ]
     roles: list[tuple[object, ...]] = []
     role_ids = {name: str(9_170_000_000_000 + i * 11) for i, (name, *_rest) in enumerate(ROLES)}
 
@@ -226,8 +307,7 @@ def generate(org: Org) -> Rows:
     row_of[dormant][6] = 1
     row_of[dormant][11] = "2025-12-02T07:55:00Z"
     # Family 1: a leaver whose account was never suspended holds a delegated admin role.
-    leaver_uid = next(str(r[0]) for r in people_rows if "gws_active_leaver" in
-                      org.by_pid(person_of[str(r[0])]).tags)
+    leaver_uid = next(str(r[0]) for r in people_rows if "gws_active_leaver" in org.by_pid(person_of[str(r[0])]).tags)
     grant("_USER_MANAGEMENT_ADMIN_ROLE", leaver_uid)
     for r in it_rows[5:10]:
         grant("_HELP_DESK_ADMIN_ROLE", str(r[0]), "ORG_UNIT", "/Employees")
@@ -248,12 +328,13 @@ def generate(org: Org) -> Rows:
         "gws_group_members": out_members,
         "gws_admin_roles": [(role_ids[n], n, d, s, sys) for n, d, s, sys in ROLES],
         "gws_role_assignments": roles,
-        "gws_oauth_tokens": _oauth(org, rows_users, supers + [weak]),
+        "gws_oauth_tokens": _oauth(org, rows_users, [*supers, weak]),
     }
 
 
-def _groups(org: Org, rows_users: list[list[object]], ids: dict[str, str],
-            person_of: dict[str, str]) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+def _groups(
+    org: Org, rows_users: list[list[object]], ids: dict[str, str], person_of: dict[str, str]
+) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
     rng = org.rng
     groups: list[tuple[object, ...]] = []
     gid_of: dict[str, str] = {}
@@ -265,14 +346,23 @@ def _groups(org: Org, rows_users: list[list[object]], ids: dict[str, str],
         gid_of[email] = gid
         groups.append((gid, email, name, desc, external))
 
-    def add(group_email: str, member_email: str, role: str = "MEMBER") -> None:
+    def add(group_email: str, member_email: str, role: str = "MEMBER", alias_of: str | None = None) -> None:
         gid = gid_of[group_email]
-        if member_email in gid_of:
+        if alias_of is not None:
+            # Added by an alias: the directory still knows whose address it is.
+            members[(gid, member_email)] = (gid, member_email, alias_of, role, "USER", "ACTIVE")
+        elif member_email in gid_of:
             members[(gid, member_email)] = (gid, member_email, gid_of[member_email], role, "GROUP", "ACTIVE")
         elif member_email in ids:
             row = next(r for r in rows_users if r[0] == ids[member_email])
-            members[(gid, member_email)] = (gid, member_email, ids[member_email], role, "USER",
-                                            "SUSPENDED" if row[8] else "ACTIVE")
+            members[(gid, member_email)] = (
+                gid,
+                member_email,
+                ids[member_email],
+                role,
+                "USER",
+                "SUSPENDED" if row[8] else "ACTIVE",
+            )
         else:
             members[(gid, member_email)] = (gid, member_email, None, role, "USER", None)
 
@@ -300,10 +390,16 @@ def _groups(org: Org, rows_users: list[list[object]], ids: dict[str, str],
         add(f"{p.department.lower().replace(' ', '-')}@{DOMAIN}", str(r[1]))
         if p.acquired:
             # Lumen staff are listed under their old-domain alias: internal, not external.
-            add(f"lumen-alumni@{DOMAIN}", p.old_email or str(r[1]))
+            add(f"lumen-alumni@{DOMAIN}", p.old_email or str(r[1]), alias_of=str(r[0]))
     add(f"all-staff@{DOMAIN}", f"all-staff@{DOMAIN}".replace("all-staff", "engineering"))
-    members[(gid_of[f"all-staff@{DOMAIN}"], "C0corvid")] = (gid_of[f"all-staff@{DOMAIN}"], "C0corvid", None,
-                                                            "MEMBER", "CUSTOMER", None)
+    members[(gid_of[f"all-staff@{DOMAIN}"], "C0corvid")] = (
+        gid_of[f"all-staff@{DOMAIN}"],
+        "C0corvid",
+        None,
+        "MEMBER",
+        "CUSTOMER",
+        None,
+    )
     sre = [r for r in active if "sre" in org.by_pid(person_of[str(r[0])]).tags]
     eng = [r for r in active if "eng" in org.by_pid(person_of[str(r[0])]).tags]
     data = [r for r in active if "data" in org.by_pid(person_of[str(r[0])]).tags]
@@ -345,18 +441,21 @@ def _groups(org: Org, rows_users: list[list[object]], ids: dict[str, str],
 def _oauth(org: Org, rows_users: list[list[object]], admins: list[str]) -> list[tuple[object, ...]]:
     rng = org.rng
     rows: dict[tuple[str, str], tuple[object, ...]] = {}
-    clients = {name: f"{rng.randint(10**11, 10**12 - 1)}-{org.hexid(20)}.apps.googleusercontent.com"
-               for name, *_ in APPS}
+    clients = {
+        name: f"{rng.randint(10**11, 10**12 - 1)}-{org.hexid(20)}.apps.googleusercontent.com" for name, *_ in APPS
+    }
     live = [r for r in rows_users if not r[8]]
     for r in live:
         for name, scopes, anon, share in APPS:
             if rng.random() < share:
                 rows[(str(r[0]), clients[name])] = (r[0], clients[name], name, scopes, anon, 0)
     # Family 12: broad grants to unverified apps, including by super admins.
-    for name, holders in (("PDF Merge Free", [admins[0], *[str(r[0]) for r in rng.sample(live, 6)]]),
-                          ("MailTracker Plus", [str(r[0]) for r in rng.sample(live, 4)]),
-                          ("Org Chart Sync", [admins[3]]),
-                          ("Backupify", [admins[1]])):
+    for name, holders in (
+        ("PDF Merge Free", [admins[0], *[str(r[0]) for r in rng.sample(live, 6)]]),
+        ("MailTracker Plus", [str(r[0]) for r in rng.sample(live, 4)]),
+        ("Org Chart Sync", [admins[3]]),
+        ("Backupify", [admins[1]]),
+    ):
         spec = next(a for a in APPS if a[0] == name)
         for uid in holders:
             rows[(uid, clients[name])] = (uid, clients[name], name, spec[1], spec[2], 0)

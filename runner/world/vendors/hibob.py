@@ -17,70 +17,367 @@ TABLES = (
             col("display_name", "Full name as shown in HiBob, `First Last`.", required=True),
             col("first_name", "Given name.", required=True),
             col("surname", "Family name.", required=True),
-            col("email", "Current work email. Always lower case, on the current company domain.", required=True),
+            col(
+                "email",
+                "Current work email. Always lower case, on the current company domain.",
+                required=True,
+            ),
             col("personal_email", "Private email the person gave HR, if any. Not a company account."),
             col("department", "Department name, e.g. `Engineering`, `Sales`, `IT`, `Security`.", required=True),
             col("title", "Job title.", required=True),
             col("site", "Work location, e.g. `San Francisco`, `London`, `Remote - US`.", required=True),
             col("manager_id", "HiBob `id` of the direct manager; NULL for the CEO."),
             col("employment_type", "`Permanent`, `Contractor` or `Intern`.", required=True),
-            col("legal_entity", "Employing entity: `Corvid Systems Inc.`, `Corvid Systems Ltd.` (UK), "
+            col(
+                "legal_entity",
+                "Employing entity: `Corvid Systems Inc.`, `Corvid Systems Ltd.` (UK), "
                 "`Corvid Systems GmbH` or `Lumen Analytics Ltd.` (staff who joined through the "
-                "2023-03-01 acquisition of Lumen Analytics).", required=True),
+                "2023-03-01 acquisition of Lumen Analytics).",
+                required=True,
+            ),
             col("status", "`active`, `leave` (on leave, still employed) or `terminated`.", required=True),
             col("start_date", "First working day (ISO date).", required=True),
             col("termination_date", "Last working day (ISO date) for `terminated` people; NULL otherwise."),
-            col("contract_end_date", "Contract end (ISO date) for contractors and interns; NULL for permanent "
-                "staff. HR does not always update `status` when a contract lapses."),
+            col(
+                "contract_end_date",
+                "Contract end (ISO date) for contractors and interns; NULL for permanent "
+                "staff. HR does not always update `status` when a contract lapses.",
+            ),
         ),
         primary_key=("id",),
         foreign_keys=(fk("manager_id", "hibob_people", "id"),),
     ),
 )
 
-FIRST = (
-    "James Mary Robert Patricia John Jennifer Michael Linda David Elizabeth William Barbara Richard Susan "
-    "Joseph Jessica Thomas Sarah Charles Karen Christopher Lisa Daniel Nancy Matthew Betty Anthony Sandra "
-    "Mark Margaret Donald Ashley Steven Kimberly Andrew Emily Paul Donna Joshua Michelle Kenneth Carol Kevin "
-    "Amanda Brian Melissa George Deborah Timothy Stephanie Ronald Rebecca Jason Laura Edward Helen Jeffrey "
-    "Sharon Ryan Cynthia Jacob Kathleen Gary Amy Nicholas Angela Eric Shirley Jonathan Anna Stephen Ruth "
-    "Larry Brenda Justin Pamela Scott Nicole Brandon Katherine Benjamin Samantha Samuel Christine Gregory "
-    "Emma Alexander Catherine Patrick Debra Frank Rachel Raymond Carolyn Jack Janet Dennis Maria Jerry "
-    "Heather Tyler Diane Aaron Julie Priya Rahul Wei Mei Hiroshi Yuki Ahmed Fatima Carlos Sofia Lukas "
-    "Hannah Oliver Amelia Noah Ava Liam Chloe Arjun Ananya Diego Lucia Mateo Ines Felix Greta Omar Leila "
-    "Chen Jun Min-jun Seo-yeon Ivan Olga Tomasz Zofia Kwame Amara Alex Sam Jordan Taylor Morgan Casey"
-).split()
-LAST = (
-    "Smith Johnson Williams Brown Jones Garcia Miller Davis Rodriguez Martinez Hernandez Lopez Gonzalez "
-    "Wilson Anderson Thomas Taylor Moore Jackson Martin Lee Perez Thompson White Harris Sanchez Clark "
-    "Ramirez Lewis Robinson Walker Young Allen King Wright Scott Torres Nguyen Hill Flores Green Adams "
-    "Nelson Baker Hall Rivera Campbell Mitchell Carter Roberts Patel Shah Kumar Singh Gupta Chen Wang Li "
-    "Zhang Liu Kim Park Choi Tanaka Sato Suzuki Mueller Schmidt Schneider Fischer Weber Meyer Wagner "
-    "Becker Novak Kowalski Nowak Ivanov Petrov Okafor Mensah Boateng Haddad Khalil Rossi Russo Ferrari "
-    "Esposito Bianchi Dubois Laurent Bernard Moreau Silva Santos Oliveira Costa Pereira Murphy Kelly "
-    "OBrien Walsh Byrne Ryan Larsen Hansen Nielsen Berg Lindqvist Eriksson Johansson Jensen Andersen "
-    "Fernandes Reyes Cruz Ortiz Morales Gomez Diaz Vargas Castillo Romero Alvarez Ruiz Jimenez Moreno"
-).split()
+FIRST = [
+    "James",
+    "Mary",
+    "Robert",
+    "Patricia",
+    "John",
+    "Jennifer",
+    "Michael",
+    "Linda",
+    "David",
+    "Elizabeth",
+    "William",
+    "Barbara",
+    "Richard",
+    "Susan",
+    "Joseph",
+    "Jessica",
+    "Thomas",
+    "Sarah",
+    "Charles",
+    "Karen",
+    "Christopher",
+    "Lisa",
+    "Daniel",
+    "Nancy",
+    "Matthew",
+    "Betty",
+    "Anthony",
+    "Sandra",
+    "Mark",
+    "Margaret",
+    "Donald",
+    "Ashley",
+    "Steven",
+    "Kimberly",
+    "Andrew",
+    "Emily",
+    "Paul",
+    "Donna",
+    "Joshua",
+    "Michelle",
+    "Kenneth",
+    "Carol",
+    "Kevin",
+    "Amanda",
+    "Brian",
+    "Melissa",
+    "George",
+    "Deborah",
+    "Timothy",
+    "Stephanie",
+    "Ronald",
+    "Rebecca",
+    "Jason",
+    "Laura",
+    "Edward",
+    "Helen",
+    "Jeffrey",
+    "Sharon",
+    "Ryan",
+    "Cynthia",
+    "Jacob",
+    "Kathleen",
+    "Gary",
+    "Amy",
+    "Nicholas",
+    "Angela",
+    "Eric",
+    "Shirley",
+    "Jonathan",
+    "Anna",
+    "Stephen",
+    "Ruth",
+    "Larry",
+    "Brenda",
+    "Justin",
+    "Pamela",
+    "Scott",
+    "Nicole",
+    "Brandon",
+    "Katherine",
+    "Benjamin",
+    "Samantha",
+    "Samuel",
+    "Christine",
+    "Gregory",
+    "Emma",
+    "Alexander",
+    "Catherine",
+    "Patrick",
+    "Debra",
+    "Frank",
+    "Rachel",
+    "Raymond",
+    "Carolyn",
+    "Jack",
+    "Janet",
+    "Dennis",
+    "Maria",
+    "Jerry",
+    "Heather",
+    "Tyler",
+    "Diane",
+    "Aaron",
+    "Julie",
+    "Priya",
+    "Rahul",
+    "Wei",
+    "Mei",
+    "Hiroshi",
+    "Yuki",
+    "Ahmed",
+    "Fatima",
+    "Carlos",
+    "Sofia",
+    "Lukas",
+    "Hannah",
+    "Oliver",
+    "Amelia",
+    "Noah",
+    "Ava",
+    "Liam",
+    "Chloe",
+    "Arjun",
+    "Ananya",
+    "Diego",
+    "Lucia",
+    "Mateo",
+    "Ines",
+    "Felix",
+    "Greta",
+    "Omar",
+    "Leila",
+    "Chen",
+    "Jun",
+    "Min-jun",
+    "Seo-yeon",
+    "Ivan",
+    "Olga",
+    "Tomasz",
+    "Zofia",
+    "Kwame",
+    "Amara",
+    "Alex",
+    "Sam",
+    "Jordan",
+    "Taylor",
+    "Morgan",
+    "Casey",
+]
+LAST = [
+    "Smith",
+    "Johnson",
+    "Williams",
+    "Brown",
+    "Jones",
+    "Garcia",
+    "Miller",
+    "Davis",
+    "Rodriguez",
+    "Martinez",
+    "Hernandez",
+    "Lopez",
+    "Gonzalez",
+    "Wilson",
+    "Anderson",
+    "Thomas",
+    "Taylor",
+    "Moore",
+    "Jackson",
+    "Martin",
+    "Lee",
+    "Perez",
+    "Thompson",
+    "White",
+    "Harris",
+    "Sanchez",
+    "Clark",
+    "Ramirez",
+    "Lewis",
+    "Robinson",
+    "Walker",
+    "Young",
+    "Allen",
+    "King",
+    "Wright",
+    "Scott",
+    "Torres",
+    "Nguyen",
+    "Hill",
+    "Flores",
+    "Green",
+    "Adams",
+    "Nelson",
+    "Baker",
+    "Hall",
+    "Rivera",
+    "Campbell",
+    "Mitchell",
+    "Carter",
+    "Roberts",
+    "Patel",
+    "Shah",
+    "Kumar",
+    "Singh",
+    "Gupta",
+    "Chen",
+    "Wang",
+    "Li",
+    "Zhang",
+    "Liu",
+    "Kim",
+    "Park",
+    "Choi",
+    "Tanaka",
+    "Sato",
+    "Suzuki",
+    "Mueller",
+    "Schmidt",
+    "Schneider",
+    "Fischer",
+    "Weber",
+    "Meyer",
+    "Wagner",
+    "Becker",
+    "Novak",
+    "Kowalski",
+    "Nowak",
+    "Ivanov",
+    "Petrov",
+    "Okafor",
+    "Mensah",
+    "Boateng",
+    "Haddad",
+    "Khalil",
+    "Rossi",
+    "Russo",
+    "Ferrari",
+    "Esposito",
+    "Bianchi",
+    "Dubois",
+    "Laurent",
+    "Bernard",
+    "Moreau",
+    "Silva",
+    "Santos",
+    "Oliveira",
+    "Costa",
+    "Pereira",
+    "Murphy",
+    "Kelly",
+    "OBrien",
+    "Walsh",
+    "Byrne",
+    "Ryan",
+    "Larsen",
+    "Hansen",
+    "Nielsen",
+    "Berg",
+    "Lindqvist",
+    "Eriksson",
+    "Johansson",
+    "Jensen",
+    "Andersen",
+    "Fernandes",
+    "Reyes",
+    "Cruz",
+    "Ortiz",
+    "Morales",
+    "Gomez",
+    "Diaz",
+    "Vargas",
+    "Castillo",
+    "Romero",
+    "Alvarez",
+    "Ruiz",
+    "Jimenez",
+    "Moreno",
+]
 
 # department -> (share of headcount, titles from junior to senior, access tags)
 DEPARTMENTS: dict[str, tuple[int, tuple[str, ...], set[str]]] = {
-    "Engineering": (34, ("Software Engineer", "Senior Software Engineer", "Staff Engineer",
-                         "Engineering Manager", "Director of Engineering"), {"eng"}),
-    "Platform": (6, ("Site Reliability Engineer", "Senior SRE", "Platform Engineer", "Platform Lead"),
-                 {"eng", "sre"}),
-    "Data": (7, ("Data Analyst", "Data Engineer", "Senior Data Engineer", "Data Science Manager"),
-             {"eng", "data"}),
-    "Security": (3, ("Security Engineer", "Senior Security Engineer", "Security Operations Lead",
-                     "Head of Security"), {"eng", "sec"}),
+    "Engineering": (
+        34,
+        (
+            "Software Engineer",
+            "Senior Software Engineer",
+            "Staff Engineer",
+            "Engineering Manager",
+            "Director of Engineering",
+        ),
+        {"eng"},
+    ),
+    "Platform": (
+        6,
+        ("Site Reliability Engineer", "Senior SRE", "Platform Engineer", "Platform Lead"),
+        {"eng", "sre"},
+    ),
+    "Data": (
+        7,
+        ("Data Analyst", "Data Engineer", "Senior Data Engineer", "Data Science Manager"),
+        {"eng", "data"},
+    ),
+    "Security": (
+        3,
+        ("Security Engineer", "Senior Security Engineer", "Security Operations Lead", "Head of Security"),
+        {"eng", "sec"},
+    ),
     "IT": (3, ("IT Support Specialist", "Systems Administrator", "Identity Engineer", "IT Manager"), {"it"}),
-    "Product": (6, ("Product Designer", "Product Manager", "Senior Product Manager", "Director of Product"),
-                set()),
-    "Sales": (15, ("Sales Development Rep", "Account Executive", "Senior Account Executive",
-                   "Regional Sales Director"), set()),
-    "Marketing": (6, ("Marketing Specialist", "Content Strategist", "Marketing Manager",
-                      "VP Marketing"), set()),
-    "Customer Success": (9, ("Support Engineer", "Customer Success Manager", "Solutions Architect",
-                             "Head of Customer Success"), set()),
+    "Product": (
+        6,
+        ("Product Designer", "Product Manager", "Senior Product Manager", "Director of Product"),
+        set(),
+    ),
+    "Sales": (
+        15,
+        ("Sales Development Rep", "Account Executive", "Senior Account Executive", "Regional Sales Director"),
+        set(),
+    ),
+    "Marketing": (
+        6,
+        ("Marketing Specialist", "Content Strategist", "Marketing Manager", "VP Marketing"),
+        set(),
+    ),
+    "Customer Success": (
+        9,
+        ("Support Engineer", "Customer Success Manager", "Solutions Architect", "Head of Customer Success"),
+        set(),
+    ),
     "Finance": (4, ("Accountant", "Financial Analyst", "Controller", "CFO"), {"finance"}),
     "People": (3, ("People Partner", "Recruiter", "HR Operations Lead", "VP People"), set()),
     "Legal": (2, ("Paralegal", "Counsel", "General Counsel"), set()),
@@ -97,6 +394,7 @@ def generate(org: Org) -> Rows:
     rng = org.rng
     used_handles: set[str] = set()
     used_emails: set[str] = set()
+    used_old: set[str] = set()
     dept_names = list(DEPARTMENTS)
     weights = [DEPARTMENTS[d][0] for d in dept_names]
     for i in range(TOTAL_PEOPLE):
@@ -139,7 +437,7 @@ def generate(org: Org) -> Rows:
             status="active",
             start=start,
             legal_entity="Lumen Analytics Ltd." if acquired else ENTITY_FOR_SITE.get(site, "Corvid Systems Inc."),
-            old_email=f"{first[0].lower()}{last.lower()}@{OLD_DOMAIN}" if acquired else None,
+            old_email=_unique(f"{first[0].lower()}{last.lower()}", OLD_DOMAIN, used_old) if acquired else None,
             tags=set(DEPARTMENTS[dept][2]),
         )
         if emp_type != "Permanent":
@@ -151,15 +449,38 @@ def generate(org: Org) -> Rows:
     _assign_lifecycle(org)
     _assign_managers(org)
     rows = [
-        (p.pid, p.name, p.first, p.last, p.email,
-         f"{p.first.lower()}{rng.randint(10, 99)}@{rng.choice(('gmail.com', 'outlook.com', 'proton.me'))}"
-         if rng.random() < 0.35 else None,
-         p.department, p.title, p.site, p.manager_pid, p.employment_type, p.legal_entity, p.status,
-         day(p.start), day(p.termination) if p.termination else None,
-         day(p.contract_end) if p.contract_end else None)
+        (
+            p.pid,
+            p.name,
+            p.first,
+            p.last,
+            p.email,
+            f"{p.first.lower()}{rng.randint(10, 99)}@{rng.choice(('gmail.com', 'outlook.com', 'proton.me'))}"
+            if rng.random() < 0.35
+            else None,
+            p.department,
+            p.title,
+            p.site,
+            p.manager_pid,
+            p.employment_type,
+            p.legal_entity,
+            p.status,
+            day(p.start),
+            day(p.termination) if p.termination else None,
+            day(p.contract_end) if p.contract_end else None,
+        )
         for p in org.people
     ]
     return {"hibob_people": rows}
+
+
+def _unique(local: str, domain: str, taken: set[str]) -> str:
+    """``local@domain``, with a counter appended when the address is taken (as every IdP forces)."""
+    address, n = f"{local}@{domain}", 2
+    while address in taken:
+        address, n = f"{local}{n}@{domain}", n + 1
+    taken.add(address)
+    return address
 
 
 def _assign_lifecycle(org: Org) -> None:
@@ -181,15 +502,30 @@ def _assign_lifecycle(org: Org) -> None:
         elif rng.random() < 0.02:
             p.status = "leave"
     # Contractors whose contract ended but who are still `active` in HR (planted family 2).
-    lapsed = [p for p in org.people if p.employment_type == "Contractor" and p.status == "terminated"
-              and p.termination and p.termination > as_of - timedelta(days=400)]
+    lapsed = [
+        p
+        for p in org.people
+        if p.employment_type == "Contractor"
+        and p.status == "terminated"
+        and p.termination
+        and p.termination > as_of - timedelta(days=400)
+    ]
     for p in lapsed[-14:]:
+        if p.contract_end is None or p.contract_end >= as_of:
+            # Terminated early for another reason: the lapse is the contract end HR recorded.
+            p.contract_end = p.termination
         p.status = "active"
         p.termination = None
         p.tags.add("lapsed_contract")
     # A wave of recent leavers gives the offboarding families enough people to plant on.
-    recent = [p for p in org.people if p.status == "active" and p.employment_type == "Permanent"
-              and (as_of - p.start).days > 400 and "lapsed_contract" not in p.tags]
+    recent = [
+        p
+        for p in org.people
+        if p.status == "active"
+        and p.employment_type == "Permanent"
+        and (as_of - p.start).days > 400
+        and "lapsed_contract" not in p.tags
+    ]
     for p in rng.sample(recent, 70):
         p.status = "terminated"
         p.termination = as_of - timedelta(days=rng.randint(8, 330))
@@ -199,7 +535,12 @@ def _assign_managers(org: Org) -> None:
     """A plausible reporting tree: CEO, department heads, managers, individual contributors."""
     rng = org.rng
     ceo = org.people[0]
-    ceo.title, ceo.department, ceo.status, ceo.termination = "Chief Executive Officer", "Operations", "active", None
+    ceo.title, ceo.department, ceo.status, ceo.termination = (
+        "Chief Executive Officer",
+        "Operations",
+        "active",
+        None,
+    )
     ceo.employment_type, ceo.contract_end, ceo.start = "Permanent", None, date(2015, 6, 1)
     ceo.tags.discard("lapsed_contract")
     for dept in DEPARTMENTS:

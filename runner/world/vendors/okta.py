@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from runner.world.org import AS_OF, DOMAIN, Org, Person, Rows, at, ts
+from runner.world.org import AS_OF, Org, Person, Row, Rows, at, ts
 from runner.world.schema import Table, col, fk
 
 TABLES = (
@@ -15,11 +15,19 @@ TABLES = (
         "until an admin deletes it.",
         (
             col("id", "Okta user id, e.g. `00u1a2b3c4D5e6F7g8h9`.", required=True),
-            col("status", "`STAGED`, `PROVISIONED`, `ACTIVE`, `RECOVERY`, `PASSWORD_EXPIRED`, `LOCKED_OUT`, "
+            col(
+                "status",
+                "`STAGED`, `PROVISIONED`, `ACTIVE`, `RECOVERY`, `PASSWORD_EXPIRED`, `LOCKED_OUT`, "
                 "`SUSPENDED` or `DEPROVISIONED` (deactivated). Only `DEPROVISIONED` users cannot sign in "
-                "at all; `SUSPENDED` users are blocked until unsuspended.", required=True),
-            col("login", "Okta username. Usually the work email, but it keeps whatever form it was "
-                "created with (older domains, mixed case).", required=True),
+                "at all; `SUSPENDED` users are blocked until unsuspended.",
+                required=True,
+            ),
+            col(
+                "login",
+                "Okta username. Usually the work email, but it keeps whatever form it was "
+                "created with (older domains, mixed case).",
+                required=True,
+            ),
             col("email", "Primary email on the profile.", required=True),
             col("first_name", "Profile given name."),
             col("last_name", "Profile family name."),
@@ -40,8 +48,11 @@ TABLES = (
             col("id", "Okta group id, e.g. `00g...`.", required=True),
             col("name", "Group name.", required=True),
             col("description", "Free-text description."),
-            col("type", "`OKTA_GROUP` (managed in Okta), `APP_GROUP` (imported from an app) or `BUILT_IN` "
-                "(`Everyone`).", required=True),
+            col(
+                "type",
+                "`OKTA_GROUP` (managed in Okta), `APP_GROUP` (imported from an app) or `BUILT_IN` (`Everyone`).",
+                required=True,
+            ),
             col("created", "Creation time (UTC)."),
         ),
         primary_key=("id",),
@@ -61,11 +72,18 @@ TABLES = (
         "Applications integrated with Okta for single sign-on or provisioning.",
         (
             col("id", "Okta app id, e.g. `0oa...`.", required=True),
-            col("name", "Okta integration name, e.g. `amazon_aws_sso`, `github_enterprise_cloud`.", required=True),
+            col(
+                "name",
+                "Okta integration name, e.g. `amazon_aws_sso`, `github_enterprise_cloud`.",
+                required=True,
+            ),
             col("label", "Display label shown to users.", required=True),
             col("status", "`ACTIVE` or `INACTIVE`.", required=True),
             col("sign_on_mode", "`SAML_2_0`, `OPENID_CONNECT`, `BOOKMARK` or `BROWSER_PLUGIN`."),
-            col("provisioning", "Lifecycle provisioning to the app: `SCIM` (pushes users and groups) or `NONE`."),
+            col(
+                "provisioning",
+                "Lifecycle provisioning to the app: `SCIM` (pushes users and groups) or `NONE`.",
+            ),
             col("created", "Creation time (UTC)."),
         ),
         primary_key=("id",),
@@ -101,13 +119,19 @@ TABLES = (
         (
             col("id", "Factor id.", required=True),
             col("user_id", "`okta_users.id`.", required=True),
-            col("factor_type", "`push` (Okta Verify push), `token:software:totp`, `signed_nonce` (Okta FastPass), "
+            col(
+                "factor_type",
+                "`push` (Okta Verify push), `token:software:totp`, `signed_nonce` (Okta FastPass), "
                 "`webauthn` (security key or biometric), `sms`, `call`, `email` or `question`. `sms`, `call`, "
                 "`email` and `question` are not phishing-resistant and are treated as weak by policy.",
-                required=True),
+                required=True,
+            ),
             col("provider", "`OKTA`, `GOOGLE` or `FIDO`.", required=True),
-            col("status", "`ACTIVE`, `PENDING_ACTIVATION` (enrollment started, never finished) or `INACTIVE`.",
-                required=True),
+            col(
+                "status",
+                "`ACTIVE`, `PENDING_ACTIVATION` (enrollment started, never finished) or `INACTIVE`.",
+                required=True,
+            ),
             col("created", "Enrollment time (UTC)."),
             col("last_updated", "Last change (UTC)."),
         ),
@@ -119,10 +143,18 @@ TABLES = (
         "Okta administrator roles, granted to a user directly or to a group (every member holds it).",
         (
             col("id", "Role assignment id.", required=True),
-            col("role_type", "`SUPER_ADMIN`, `ORG_ADMIN`, `APP_ADMIN`, `USER_ADMIN`, `HELP_DESK_ADMIN`, "
-                "`GROUP_MEMBERSHIP_ADMIN`, `READ_ONLY_ADMIN` or `REPORT_ADMIN`.", required=True),
+            col(
+                "role_type",
+                "`SUPER_ADMIN`, `ORG_ADMIN`, `APP_ADMIN`, `USER_ADMIN`, `HELP_DESK_ADMIN`, "
+                "`GROUP_MEMBERSHIP_ADMIN`, `READ_ONLY_ADMIN` or `REPORT_ADMIN`.",
+                required=True,
+            ),
             col("assignee_type", "`USER` or `GROUP`.", required=True),
-            col("assignee_id", "`okta_users.id` or `okta_groups.id`, depending on `assignee_type`.", required=True),
+            col(
+                "assignee_id",
+                "`okta_users.id` or `okta_groups.id`, depending on `assignee_type`.",
+                required=True,
+            ),
             col("status", "`ACTIVE` or `INACTIVE`.", required=True),
             col("created", "When the role was granted (UTC)."),
         ),
@@ -164,8 +196,21 @@ GROUPS = (
     ("contractors", "OKTA_GROUP", "External contractors"),
     ("lumen-legacy", "APP_GROUP", "Imported from the Lumen Analytics directory"),
 )
-DEPT_GROUPS = ("Engineering", "Platform", "Data", "Security", "IT", "Product", "Sales", "Marketing",
-               "Customer Success", "Finance", "People", "Legal", "Operations")
+DEPT_GROUPS = (
+    "Engineering",
+    "Platform",
+    "Data",
+    "Security",
+    "IT",
+    "Product",
+    "Sales",
+    "Marketing",
+    "Customer Success",
+    "Finance",
+    "People",
+    "Legal",
+    "Operations",
+)
 APPS = (
     ("amazon_aws_sso", "AWS IAM Identity Center", "SAML_2_0", "SCIM"),
     ("github_enterprise_cloud", "GitHub Enterprise Cloud - Organization", "SAML_2_0", "NONE"),
@@ -228,9 +273,22 @@ def generate(org: Org) -> Rows:
         u = OktaUser(_oid(org, "00u"), login, status, p)
         users.append(u)
         email = login.lower() if login.lower() == p.old_email else p.email
-        rows_users.append((u.id, status, login, email, p.first, p.last,
-                           user_type, ts(created), ts(created + timedelta(hours=2)), ts(changed),
-                           ts(last_login), ts(created + timedelta(days=rng.randint(0, 400)))))
+        rows_users.append(
+            (
+                u.id,
+                status,
+                login,
+                email,
+                p.first,
+                p.last,
+                user_type,
+                ts(created),
+                ts(created + timedelta(hours=2)),
+                ts(changed),
+                ts(last_login),
+                ts(min(created + timedelta(days=rng.randint(0, 400)), AS_OF - timedelta(days=1))),
+            )
+        )
     for login, status, user_type in SERVICE_LOGINS:
         u = OktaUser(_oid(org, "00u"), login, status, None)
         users.append(u)
@@ -238,8 +296,22 @@ def generate(org: Org) -> Rows:
         last = None if login.startswith("qa.") else ts(org.when(AS_OF - timedelta(days=60), AS_OF))
         if login.startswith("okta-breakglass"):
             last = ts(datetime(2025, 11, 3, 2, 14, tzinfo=AS_OF.tzinfo))
-        rows_users.append((u.id, status, login, login, None, None, user_type, ts(created), ts(created),
-                           ts(created), last, ts(created)))
+        rows_users.append(
+            (
+                u.id,
+                status,
+                login,
+                login,
+                None,
+                None,
+                user_type,
+                ts(created),
+                ts(created),
+                ts(created),
+                last,
+                ts(created),
+            )
+        )
     org.shared["okta_users"] = users
     by_login = {u.login.lower(): u for u in users}
     groups, rows_groups, rows_members = _groups(org, users)
@@ -248,7 +320,7 @@ def generate(org: Org) -> Rows:
     rows_factors = _factors(org, users, by_login)
     rows_roles = _admin_roles(org, users, groups, by_login)
     dormant = org.shared["okta_dormant_admin"]
-    rows_users = [r[:10] + ("2025-10-17T08:12:00Z",) + r[11:] if r[0] == dormant else r for r in rows_users]
+    rows_users = [(*r[:10], "2025-10-17T08:12:00Z", *r[11:]) if r[0] == dormant else r for r in rows_users]
     return {
         "okta_users": rows_users,
         "okta_groups": rows_groups,
@@ -270,8 +342,9 @@ def _plant_active_leavers(org: Org) -> set[str]:
     return {p.pid for p in chosen}
 
 
-def _groups(org: Org, users: list[OktaUser]) -> tuple[dict[str, str], list[tuple[object, ...]],
-                                                     list[tuple[object, ...]]]:
+def _groups(
+    org: Org, users: list[OktaUser]
+) -> tuple[dict[str, str], list[tuple[object, ...]], list[tuple[object, ...]]]:
     rng = org.rng
     groups: dict[str, str] = {}
     rows: list[tuple[object, ...]] = []
@@ -331,8 +404,14 @@ def _groups(org: Org, users: list[OktaUser]) -> tuple[dict[str, str], list[tuple
             add("okta-admins", u)
     # Family 8: privilege through group mapping. People outside platform engineering sit in the
     # break-fix group that maps to AdministratorAccess in production.
-    outsiders = [u for u in users if u.person and u.status == "ACTIVE" and not u.person.left
-                 and u.person.department in ("Customer Success", "Marketing", "Sales", "Finance")]
+    outsiders = [
+        u
+        for u in users
+        if u.person
+        and u.status == "ACTIVE"
+        and not u.person.left
+        and u.person.department in ("Customer Success", "Marketing", "Sales", "Finance")
+    ]
     for u in rng.sample(outsiders, 4):
         add("sre-breakfix", u)
         assert u.person is not None
@@ -347,18 +426,26 @@ def _groups(org: Org, users: list[OktaUser]) -> tuple[dict[str, str], list[tuple
     return groups, rows, sorted(members)
 
 
-def _apps(org: Org, users: list[OktaUser], groups: dict[str, str]) -> tuple[
-        list[tuple[object, ...]], list[tuple[object, ...]], list[tuple[object, ...]]]:
+def _apps(
+    org: Org, users: list[OktaUser], groups: dict[str, str]
+) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]], list[tuple[object, ...]]]:
     rng = org.rng
     apps: dict[str, str] = {}
-    rows_apps = []
+    rows_apps: list[Row] = []
     for name, label, mode, prov in APPS:
         aid = _oid(org, "0oa")
         apps[name] = aid
         rows_apps.append((aid, name, label, "ACTIVE", mode, prov, "2019-02-11T12:00:00Z"))
     group_assign = {
-        "amazon_aws_sso": ("aws-prod-admin", "aws-prod-readonly", "aws-dev-poweruser", "aws-data-engineer",
-                           "aws-security-audit", "aws-billing", "sre-breakfix"),
+        "amazon_aws_sso": (
+            "aws-prod-admin",
+            "aws-prod-readonly",
+            "aws-dev-poweruser",
+            "aws-data-engineer",
+            "aws-security-audit",
+            "aws-billing",
+            "sre-breakfix",
+        ),
         "github_enterprise_cloud": ("github-users",),
         "google": ("Everyone",),
         "office365": ("Everyone",),
@@ -370,7 +457,7 @@ def _apps(org: Org, users: list[OktaUser], groups: dict[str, str]) -> tuple[
         "salesforce": ("dept-sales", "dept-customer-success"),
         "expensify": ("Everyone",),
     }
-    rows_ga = []
+    rows_ga: list[Row] = []
     for app, gnames in group_assign.items():
         for prio, g in enumerate(gnames):
             rows_ga.append((apps[app], groups[g], prio))
@@ -378,19 +465,36 @@ def _apps(org: Org, users: list[OktaUser], groups: dict[str, str]) -> tuple[
     for u in users:
         for app, gnames in group_assign.items():
             if u.groups & set(gnames):
-                rows_ua[(apps[app], u.id)] = (apps[app], u.id, "GROUP", u.login.lower(), "2020-01-06T09:00:00Z")
+                rows_ua[(apps[app], u.id)] = (
+                    apps[app],
+                    u.id,
+                    "GROUP",
+                    u.login.lower(),
+                    "2020-01-06T09:00:00Z",
+                )
     # A few direct assignments to AWS outside any group (they bypass group review).
-    direct = [u for u in users if u.person and u.status == "ACTIVE" and "aws-dev-poweruser" not in u.groups
-              and u.person.department in ("Product", "Data", "Security")]
+    direct = [
+        u
+        for u in users
+        if u.person
+        and u.status == "ACTIVE"
+        and "aws-dev-poweruser" not in u.groups
+        and u.person.department in ("Product", "Data", "Security")
+    ]
     for u in rng.sample(direct, 5):
-        rows_ua[(apps["amazon_aws_sso"], u.id)] = (apps["amazon_aws_sso"], u.id, "USER", u.login.lower(),
-                                                   "2024-08-19T14:30:00Z")
+        rows_ua[(apps["amazon_aws_sso"], u.id)] = (
+            apps["amazon_aws_sso"],
+            u.id,
+            "USER",
+            u.login.lower(),
+            "2024-08-19T14:30:00Z",
+        )
     return rows_apps, [rows_ua[k] for k in sorted(rows_ua)], rows_ga
 
 
 def _factors(org: Org, users: list[OktaUser], by_login: dict[str, OktaUser]) -> list[tuple[object, ...]]:
     rng = org.rng
-    rows = []
+    rows: list[Row] = []
 
     def factor(u: OktaUser, kind: str, status: str = "ACTIVE") -> None:
         provider = {"webauthn": "FIDO", "token:software:totp": rng.choice(("OKTA", "GOOGLE"))}.get(kind, "OKTA")
@@ -422,8 +526,9 @@ def _factors(org: Org, users: list[OktaUser], by_login: dict[str, OktaUser]) -> 
     return rows
 
 
-def _admin_roles(org: Org, users: list[OktaUser], groups: dict[str, str],
-                 by_login: dict[str, OktaUser]) -> list[tuple[object, ...]]:
+def _admin_roles(
+    org: Org, users: list[OktaUser], groups: dict[str, str], by_login: dict[str, OktaUser]
+) -> list[tuple[object, ...]]:
     """Admin roles, with the MFA and dormancy plants on the people who hold them."""
     rng = org.rng
     rows: list[tuple[object, ...]] = []
@@ -436,15 +541,11 @@ def _admin_roles(org: Org, users: list[OktaUser], groups: dict[str, str],
         factors[:] = [f for f in factors if f[1] != u.id]
         for kind, status in kinds:
             made = ts(org.when(datetime(2023, 1, 1, tzinfo=AS_OF.tzinfo), AS_OF - timedelta(days=30)))
-            factors.append((_oid(org, "mfa"), u.id, kind, "FIDO" if kind == "webauthn" else "OKTA", status,
-                            made, made))
+            factors.append((_oid(org, "mfa"), u.id, kind, "FIDO" if kind == "webauthn" else "OKTA", status, made, made))
 
-    it_staff = [u for u in users if u.person and u.status == "ACTIVE" and "it" in u.person.tags
-                and not u.person.left]
-    sec_staff = [u for u in users if u.person and u.status == "ACTIVE" and "sec" in u.person.tags
-                 and not u.person.left]
-    eng_staff = [u for u in users if u.person and u.status == "ACTIVE" and "eng" in u.person.tags
-                 and not u.person.left]
+    it_staff = [u for u in users if u.person and u.status == "ACTIVE" and "it" in u.person.tags and not u.person.left]
+    sec_staff = [u for u in users if u.person and u.status == "ACTIVE" and "sec" in u.person.tags and not u.person.left]
+    eng_staff = [u for u in users if u.person and u.status == "ACTIVE" and "eng" in u.person.tags and not u.person.left]
     supers = [it_staff[0], it_staff[1], sec_staff[0], sec_staff[1]]
     for u in supers:
         grant("SUPER_ADMIN", "USER", u.id)
@@ -479,7 +580,7 @@ def _admin_roles(org: Org, users: list[OktaUser], groups: dict[str, str],
     org.shared["okta_dormant_admin"] = dormant.id
     # An inactive (revoked) super admin grant is a decoy: it confers nothing.
     rows.append((_oid(org, "ra"), "SUPER_ADMIN", "USER", it_staff[6].id, "INACTIVE", "2021-01-05T10:00:00Z"))
-    for u in supers + [weak_super, pending, leaver, dormant]:
+    for u in [*supers, weak_super, pending, leaver, dormant]:
         assert u.person is not None
         u.person.tags.add("okta_admin")
     return rows

@@ -1,0 +1,399 @@
+"""Build every sandbox image without a container registry, tagged by a digest of its inputs.
+
+The base image is a Debian ``minbase`` rootfs made by ``images/base/build.sh`` (mmdebstrap fed the
+machine's own apt sources), imported with ``docker import``. The agent images are ``docker build``
+on top of it with ``pull=False``. Nothing is ever pulled.
+
+Each image is tagged ``ispm/<name>:<digest12>`` where the digest covers everything that decides its
+content: the files of its folder under ``images/`` (so the build script, ``SOURCE_DATE_EPOCH`` and the
+SQL tool for the base), the ``docker import`` changes, the host's apt sources for the base, and the
+parent's digest for the derived images. If the tag exists, the image is reused: a warm
+``ensure_images()`` is a few Docker API calls. The resolved references are written to
+``.cache/images.json``.
+
+What the digest does not cover: the mirror's content (a Debian point release behind the same apt
+sources keeps the tag) and the mmdebstrap version. Pin the sources to a snapshot URI to pin the
+former; two builds from the same mirror state are byte-identical (see ``build_rootfs``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+from pydantic import BaseModel, ConfigDict
+
+from runner import log
+from runner.errors import IspmError
+
+_log = log.get(__name__)
+
+DIGEST_SCHEME = "ispm-images/1"
+REPOSITORY_PREFIX = "ispm/"
+# Labels on every image we make, so a sweep can find them and an audit can check the digest.
+LABEL_DIGEST = "ispm.input-digest"
+LABEL_NAME = "ispm.image"
+# Applied at `docker import`: a bare rootfs tarball carries no image configuration at all.
+IMPORT_CHANGES: tuple[str, ...] = (
+    "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "ENV LANG=C.UTF-8",
+    # The root filesystem is read-only in the sandbox; do not even try to write bytecode.
+    "ENV PYTHONDONTWRITEBYTECODE=1",
+    "WORKDIR /",
+    'CMD ["/bin/bash"]',
+)
+_BUILD_LOG_TAIL = 40
+
+
+class ImageError(IspmError):
+    """An image could not be built, imported or inspected."""
+
+
+class ImageRef(BaseModel):
+    """One image as resolved on this Docker engine."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    """Short name: ``base``, ``agent-null``, ``agent-replay``."""
+    tag: str
+    """``ispm/<name>:<first 12 hex of input_digest>``."""
+    id: str
+    """The engine's image ID, ``sha256:…``."""
+    input_digest: str
+    """``sha256:<hex>`` over the image's inputs."""
+    built: bool
+    """True if this call built the image, False if an existing one was reused."""
+    seconds: float
+    """Wall time this call spent building it (0 when reused)."""
+    rootfs_sha256: str | None = None
+    """Base only: sha256 of the rootfs tarball, which is also the image's single layer diff ID."""
+
+
+class ImageRecord(BaseModel):
+    """The content of ``.cache/images.json``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scheme: str = DIGEST_SCHEME
+    images: dict[str, ImageRef]
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """How one image is made: from a rootfs (the base) or a Dockerfile on top of ``parent``."""
+
+    name: str
+    folder: str
+    parent: str | None = None
+
+
+SPECS: tuple[ImageSpec, ...] = (
+    ImageSpec("base", "base"),
+    ImageSpec("agent-null", "agents/null", parent="base"),
+    ImageSpec("agent-replay", "agents/replay", parent="base"),
+)
+
+
+def repo_root() -> Path:
+    """The source checkout that holds ``images/`` and ``.cache/``."""
+    return Path(__file__).resolve().parents[2]
+
+
+def images_dir() -> Path:
+    """The folder with one sub-folder of build inputs per image."""
+    return repo_root() / "images"
+
+
+def record_path() -> Path:
+    """Where the resolved image references are written (a build output, gitignored)."""
+    return repo_root() / ".cache" / "images.json"
+
+
+def apt_source_files(etc_apt: Path = Path("/etc/apt")) -> list[Path]:
+    """The host's non-empty apt source files, in the order ``build.sh`` discovers them itself."""
+    found = [etc_apt / "sources.list"]
+    found += sorted((etc_apt / "sources.list.d").glob("*.sources"))
+    found += sorted((etc_apt / "sources.list.d").glob("*.list"))
+    return [p for p in found if p.is_file() and p.stat().st_size > 0]
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _tree(folder: Path) -> list[list[object]]:
+    # Path, executable bit and content hash of every file: the exec bit matters because build.sh,
+    # the hook and the SQL tool run as programs. Bytecode caches are not inputs.
+    entries: list[list[object]] = []
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file() or "__pycache__" in path.parts or path.suffix == ".pyc":
+            continue
+        executable = bool(path.stat().st_mode & 0o111)
+        entries.append([path.relative_to(folder).as_posix(), executable, _sha256_file(path)])
+    return entries
+
+
+def input_digest(spec: ImageSpec, parent_digest: str | None, sources: list[Path]) -> str:
+    """``sha256:<hex>`` over everything that decides the content of the image ``spec``."""
+    doc: dict[str, object] = {
+        "scheme": DIGEST_SCHEME,
+        "name": spec.name,
+        "files": _tree(images_dir() / spec.folder),
+        "parent": parent_digest,
+    }
+    if spec.parent is None:
+        doc["import_changes"] = list(IMPORT_CHANGES)
+        doc["apt_sources"] = [[str(p), _sha256_file(p)] for p in sources]
+    canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def tag_for(name: str, digest: str) -> str:
+    """The image tag for ``name`` at ``digest``: ``ispm/<name>:<12 hex>``."""
+    return f"{REPOSITORY_PREFIX}{name}:{digest.removeprefix('sha256:')[:12]}"
+
+
+def expected_tags(sources: list[Path] | None = None) -> dict[str, str]:
+    """The tag every image would have now, computed from the inputs alone (no Docker needed)."""
+    digests = _digests(apt_source_files() if sources is None else sources)
+    return {name: tag_for(name, d) for name, d in digests.items()}
+
+
+def _digests(sources: list[Path]) -> dict[str, str]:
+    digests: dict[str, str] = {}
+    for spec in SPECS:  # parents come before children in SPECS
+        parent = digests[spec.parent] if spec.parent else None
+        digests[spec.name] = input_digest(spec, parent, sources)
+    return digests
+
+
+def build_rootfs(out: Path, sources: list[Path] | None = None, log_file: Path | None = None) -> str:
+    """Build the base rootfs tarball at ``out`` with ``images/base/build.sh``; returns its sha256 hex.
+
+    Needs root (mmdebstrap's root mode; the script installs mmdebstrap with apt-get if missing).
+    """
+    files = apt_source_files() if sources is None else sources
+    if not files:
+        raise ImageError("no apt sources found on this machine (/etc/apt/sources.list{,.d/})")
+    script = images_dir() / "base" / "build.sh"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    log_target = log_file or out.with_suffix(".log")
+    with log_target.open("wb") as sink:
+        done = subprocess.run(
+            ["bash", str(script), str(out), *map(str, files)],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    if done.returncode != 0:
+        tail = log_target.read_text(errors="replace").splitlines()[-_BUILD_LOG_TAIL:]
+        raise ImageError(f"base rootfs build failed (exit {done.returncode}), log {log_target}:\n" + "\n".join(tail))
+    return _sha256_file(out)
+
+
+def _docker() -> Any:
+    try:
+        client = docker.from_env()
+        client.ping()
+    except docker.errors.DockerException as exc:
+        raise ImageError(f"cannot reach the Docker engine: {exc}") from exc
+    return client
+
+
+def _existing(client: Any, tag: str) -> Any | None:
+    try:
+        return client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return None
+
+
+def _import_base(client: Any, tarball: Path, tag: str, digest: str) -> Any:
+    repository, _, version = tag.partition(":")
+    labels = [f"LABEL {LABEL_NAME}=base {LABEL_DIGEST}={digest}"]
+    try:
+        client.api.import_image_from_file(
+            str(tarball), repository=repository, tag=version, changes=[*IMPORT_CHANGES, *labels]
+        )
+    except docker.errors.APIError as exc:
+        raise ImageError(f"docker import of {tarball} as {tag} failed: {exc}") from exc
+    return client.images.get(tag)
+
+
+def _build_base(client: Any, tag: str, digest: str, sources: list[Path]) -> tuple[Any, str]:
+    work_root = repo_root() / ".cache" / "images"
+    work_root.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="base-", dir=work_root))
+    try:
+        tarball = work / "rootfs.tar"
+        sha = build_rootfs(tarball, sources, log_file=work_root / f"base-{digest[7:19]}.log")
+        image = _import_base(client, tarball, tag, digest)
+    finally:
+        # The tarball is as big as the image; its sha256 survives as the image's layer diff ID.
+        shutil.rmtree(work, ignore_errors=True)
+    return image, sha
+
+
+def _build_derived(client: Any, spec: ImageSpec, tag: str, digest: str, parent_tag: str) -> Any:
+    try:
+        image, _ = client.images.build(
+            path=str(images_dir() / spec.folder),
+            tag=tag,
+            buildargs={"BASE": parent_tag},
+            labels={LABEL_NAME: spec.name, LABEL_DIGEST: digest},
+            pull=False,  # the parent is local; there is no registry to ask
+            rm=True,
+            forcerm=True,
+        )
+    except docker.errors.BuildError as exc:
+        lines = [str(chunk.get("stream") or chunk.get("error") or "").rstrip() for chunk in exc.build_log]
+        raise ImageError(f"docker build of {tag} failed: {exc}\n" + "\n".join(lines[-_BUILD_LOG_TAIL:])) from exc
+    except docker.errors.APIError as exc:
+        raise ImageError(f"docker build of {tag} failed: {exc}") from exc
+    return image
+
+
+def _rootfs_sha(image: Any) -> str | None:
+    # An imported uncompressed tarball becomes exactly one layer whose diff ID is the tarball's sha256.
+    layers = image.attrs.get("RootFS", {}).get("Layers") or []
+    return str(layers[0]).removeprefix("sha256:") if len(layers) == 1 else None
+
+
+def _ensure_one(client: Any, spec: ImageSpec, digest: str, sources: list[Path], refs: dict[str, ImageRef]) -> ImageRef:
+    tag = tag_for(spec.name, digest)
+    image = _existing(client, tag)
+    started = time.monotonic()
+    built = image is None
+    if image is None:
+        _log.info("image.build", image=spec.name, tag=tag)
+        if spec.parent is None:
+            image, tarball_sha = _build_base(client, tag, digest, sources)
+            if _rootfs_sha(image) != tarball_sha:
+                raise ImageError(f"{tag}: imported layer is not the rootfs tarball {tarball_sha}")
+        else:
+            image = _build_derived(client, spec, tag, digest, refs[spec.parent].tag)
+    seconds = round(time.monotonic() - started, 3) if built else 0.0
+    # A moving :latest tag for people typing `docker run`; the runner itself uses the digest tag.
+    image.tag(f"{REPOSITORY_PREFIX}{spec.name}", "latest")
+    ref = ImageRef(
+        name=spec.name,
+        tag=tag,
+        id=str(image.id),
+        input_digest=digest,
+        built=built,
+        seconds=seconds,
+        rootfs_sha256=_rootfs_sha(image) if spec.parent is None else None,
+    )
+    _log.info("image.ready", image=spec.name, tag=tag, built=built, seconds=seconds)
+    return ref
+
+
+@contextmanager
+def _build_lock() -> Iterator[None]:
+    # Two `make images` (or a test run and a user) must not build the same tag at once.
+    path = record_path().with_suffix(".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _write_record(refs: dict[str, ImageRef]) -> None:
+    target = record_path()
+    scratch = target.with_suffix(".json.tmp")
+    scratch.write_text(ImageRecord(images=refs).model_dump_json(indent=2) + "\n", encoding="utf-8")
+    os.replace(scratch, target)
+
+
+def ensure_images(client: Any | None = None, sources: list[Path] | None = None) -> dict[str, ImageRef]:
+    """Make sure every sandbox image exists for the current inputs; build only what is missing.
+
+    Returns the references by short name and records them in ``.cache/images.json``.
+    """
+    files = apt_source_files() if sources is None else sources
+    engine = client if client is not None else _docker()
+    refs: dict[str, ImageRef] = {}
+    with _build_lock():
+        digests = _digests(files)
+        for spec in SPECS:
+            refs[spec.name] = _ensure_one(engine, spec, digests[spec.name], files, refs)
+        _write_record(refs)
+    return refs
+
+
+def load_record() -> dict[str, ImageRef]:
+    """The references last written by ``ensure_images`` (empty if it never ran here)."""
+    path = record_path()
+    if not path.is_file():
+        return {}
+    return ImageRecord.model_validate_json(path.read_text(encoding="utf-8")).images
+
+
+def prune_stale(
+    client: Any | None = None, keep: dict[str, ImageRef] | None = None, *, dry_run: bool = False
+) -> list[str]:
+    """Remove ``ispm/<name>:<digest>`` tags of our images that are not current; returns those tags.
+
+    Never called implicitly: another checkout on the same engine may still want its own tags.
+    With ``dry_run`` nothing is removed.
+    """
+    engine = client if client is not None else _docker()
+    current = {ref.tag for ref in (keep if keep is not None else ensure_images(engine)).values()}
+    removed: list[str] = []
+    for image in engine.images.list(filters={"label": LABEL_DIGEST}):
+        for tag in image.tags:
+            stale = tag.startswith(REPOSITORY_PREFIX) and not tag.endswith(":latest") and tag not in current
+            if stale:
+                if not dry_run:
+                    engine.images.remove(tag, noprune=False)
+                removed.append(str(tag))
+    return sorted(removed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m runner.sandbox.images``: ensure the images and print one line (or JSON) per image."""
+    parser = argparse.ArgumentParser(prog="python -m runner.sandbox.images", description=main.__doc__)
+    parser.add_argument("--json", action="store_true", help="print the record as JSON")
+    parser.add_argument("--prune", action="store_true", help="then remove our images' out-of-date tags")
+    args = parser.parse_args(argv)
+    try:
+        refs = ensure_images()
+        pruned = prune_stale(keep=refs) if args.prune else []
+    except IspmError as exc:
+        print(f"images: error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(ImageRecord(images=refs).model_dump_json(indent=2))
+        return 0
+    for ref in refs.values():
+        state = f"built in {ref.seconds:.1f}s" if ref.built else "reused"
+        print(f"{ref.tag:<32} {ref.id[:19]}  {state}")
+    for tag in pruned:
+        print(f"{tag:<32} removed (out of date)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

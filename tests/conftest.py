@@ -1,0 +1,38 @@
+"""Shared fixtures: the bundled world, opened read-only, and throwaway copies to tamper with."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runner.paths import tasks_dir, world_dir
+from runner.world.digest import open_readonly
+
+
+@pytest.fixture(scope="session")
+def world_path() -> Path:
+    return world_dir()
+
+
+@pytest.fixture(scope="session")
+def tasks_path() -> Path:
+    return tasks_dir()
+
+
+@pytest.fixture(scope="session")
+def world_db(world_path: Path) -> Iterator[sqlite3.Connection]:
+    conn = open_readonly(world_path / "ispm-crossvendor-v1.sqlite")
+    yield conn
+    conn.close()
+
+
+@pytest.fixture()
+def world_copy(tmp_path: Path, world_path: Path) -> Path:
+    """A private copy of the bundled world folder, safe to damage."""
+    target = tmp_path / "world"
+    shutil.copytree(world_path, target)
+    return target
