@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 from pydantic import BaseModel
 
-from runner import __version__
+from runner import __version__, log
 from runner.errors import IspmError, WorldError
 from runner.paths import world_dir
 
@@ -42,11 +42,19 @@ def _print_json(value: BaseModel | list[Any] | dict[str, Any]) -> None:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ispm")
-def main() -> None:
+@click.option(
+    "--log-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="ISPM_LOG_FILE",
+    help="Append JSON logs here (default: $XDG_CACHE_HOME/ispm/ispm.jsonl).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Show debug messages on the terminal.")
+def main(log_file: Path | None, verbose: bool) -> None:
     """ISPM-Enterprise-SQL@v1: an agent benchmark over a frozen synthetic enterprise.
 
     Example: ispm world verify
     """
+    log.configure(log_file or log.default_log_file(), verbose=verbose)
 
 
 # --------------------------------------------------------------------------------------- world
@@ -80,6 +88,7 @@ def world_build(directory: Path | None) -> None:
     from runner.world.build import build
 
     manifest = build(directory or world_dir())
+    log.get(__name__).info("world.built", logical_digest=manifest.logical_digest, sha256=manifest.snapshot.sha256)
     click.echo(
         f"built {manifest.dataset} rev {manifest.revision}: {len(manifest.tables)} tables, "
         f"{sum(t.rows for t in manifest.tables.values())} rows, {manifest.snapshot.bytes} bytes"
@@ -102,10 +111,12 @@ def world_verify(directory: Path | None, as_json: bool) -> None:
     try:
         check = verify(target)
     except WorldError as exc:
+        log.get(__name__).error("world.verify_failed", world=str(target), problems=exc.problems)
         if as_json:
             _print_json({"ok": False, "problems": exc.problems})
             raise SystemExit(1) from exc
         raise click.ClickException(str(exc)) from exc
+    log.get(__name__).info("world.verified", world=str(target), logical_digest=check.manifest.logical_digest)
     if as_json:
         _print_json({"ok": True, "problems": [], "logical_digest": check.manifest.logical_digest})
     else:

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 
 import structlog
 
 _configured = False
+
+
+def default_log_file() -> Path:
+    """Where the CLI appends JSON logs unless told otherwise: ``$XDG_CACHE_HOME/ispm/ispm.jsonl``."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "ispm" / "ispm.jsonl"
 
 
 def configure(log_file: Path | None = None, *, verbose: bool = False) -> None:
@@ -40,7 +47,8 @@ def configure(log_file: Path | None = None, *, verbose: bool = False) -> None:
     logging.getLogger("httpcore").setLevel(logging.WARNING)
 
     console = logging.StreamHandler(sys.stderr)
-    console.setLevel(logging.DEBUG if verbose else logging.INFO)
+    # The terminal is for the command's own output; log events show there only when they matter.
+    console.setLevel(logging.DEBUG if verbose else logging.WARNING)
     console.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             processor=structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),

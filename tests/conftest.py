@@ -36,3 +36,17 @@ def world_copy(tmp_path: Path, world_path: Path) -> Path:
     target = tmp_path / "world"
     shutil.copytree(world_path, target)
     return target
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _logs_to_a_temp_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """CLI tests must not append to the user's real log file."""
+    import os
+
+    previous = os.environ.get("ISPM_LOG_FILE")
+    os.environ["ISPM_LOG_FILE"] = str(tmp_path_factory.mktemp("logs") / "ispm.jsonl")
+    yield
+    if previous is None:
+        os.environ.pop("ISPM_LOG_FILE", None)
+    else:
+        os.environ["ISPM_LOG_FILE"] = previous

@@ -236,3 +236,15 @@ def test_realistic_volumes(world_db: sqlite3.Connection) -> None:
     assert count("SELECT count(*) FROM okta_users") >= 1200
     assert count("SELECT count(*) FROM github_org_members") >= 300
     assert count("SELECT count(*) FROM gws_oauth_tokens") >= 1000
+
+
+def test_cli_logs_json_to_the_log_file(tmp_path: Path, world_copy: Path) -> None:
+    log_file = tmp_path / "logs" / "ispm.jsonl"
+    result = CliRunner().invoke(main, ["--log-file", str(log_file), "world", "verify", "--dir", str(world_copy)])
+    assert result.exit_code == 0, result.output
+    (world_copy / "docs" / "okta.md").unlink()
+    CliRunner().invoke(main, ["--log-file", str(log_file), "world", "verify", "--dir", str(world_copy)])
+    events = [json.loads(line) for line in log_file.read_text().splitlines()]
+    assert [e["event"] for e in events] == ["world.verified", "world.verify_failed"]
+    assert events[1]["problems"] == ["missing file: docs/okta.md"]
+    assert events[0]["level"] == "info" and "timestamp" in events[0]
