@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/world.py
 	$(BIN)/python bench/tasks.py
 	$(BIN)/python bench/gateway.py
+	$(BIN)/python bench/grading.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -386,3 +386,85 @@ def consensus_command(votes: Path, as_json: bool) -> None:
         click.echo(f"{r.task_id:<12} {r.dimension:<32} {r.grade:<10} {epochs}")
     counts = Counter(r.grade for r in results)
     click.echo(", ".join(f"{counts.get(g, 0)} {g}" for g in ("correct", "partial", "incorrect", "abstain")))
+
+
+@main.command("rubrics")
+@click.option("--json", "as_json", is_flag=True, help="Print versions, hashes and the set digest as one JSON object.")
+@_errors_to_exit
+def rubrics_command(as_json: bool) -> None:
+    """List the judges' rubrics: each dimension's version and sha256, and the rubric-set digest.
+
+    Example: ispm rubrics --json
+    """
+    from runner.grading.rubric import load_rubrics
+
+    rubrics = load_rubrics()
+    if as_json:
+        versions = {d: {"version": r.version, "sha256": r.sha256} for d, r in rubrics.rubrics.items()}
+        click.echo(json.dumps({"digest": rubrics.digest, "rubrics": versions}))
+        return
+    for dimension, rubric in rubrics.rubrics.items():
+        click.echo(f"{dimension:<32} v{rubric.version}  {rubric.sha256}")
+    click.echo(f"rubric set {rubrics.digest}")
+
+
+@main.command("grade")
+@click.argument("sample_path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--judge",
+    "judges",
+    multiple=True,
+    default=("ref",),
+    show_default=True,
+    help="A judge slot: ref, or provider/model (keys from the environment). Repeat for two slots.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole sample grade as JSON.")
+@_errors_to_exit
+def grade_command(sample_path: Path, judges: tuple[str, ...], as_json: bool) -> None:
+    """Grade one collected sample (a SampleOutput JSON file): replay, entities, coverage, judges.
+
+    Example: ispm grade sample.json --judge ref --judge openai/gpt-4.1 --json
+    """
+    from pydantic import ValidationError
+
+    from runner.contract import SampleOutput
+    from runner.grading.grade import GradingContext, grade_sample
+    from runner.grading.judge import Judge, LLMJudge
+    from runner.grading.reference_judge import ReferenceJudge
+    from runner.paths import tasks_dir
+    from runner.tasks.load import load_tasks
+    from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
+    from runner.world import SNAPSHOT_NAME
+
+    try:
+        sample = SampleOutput.model_validate_json(sample_path.read_bytes())
+    except ValidationError as exc:
+        raise click.ClickException(f"{sample_path}: not a sample output: {exc.errors()[0]['msg']}") from exc
+    tasks = {t.id: t for t in load_tasks(tasks_dir())}
+    truth = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME).tasks
+    if sample.task_id not in tasks or sample.task_id not in truth:
+        raise click.ClickException(f"{sample_path}: unknown task {sample.task_id}")
+    with GradingContext(world_dir() / SNAPSHOT_NAME) as context:
+        slots: list[Judge] = [
+            ReferenceJudge(j, rubrics=context.rubrics) if j == "ref" else LLMJudge(j, rubrics=context.rubrics)
+            for j in judges
+        ]
+        task = tasks[sample.task_id]
+        result = grade_sample(task, truth[sample.task_id], sample, slots, sample.epoch, context=context)
+    if as_json:
+        _print_json(result)
+        return
+    e = result.entities
+    state = "graded" if result.graded else f"not graded: {result.failure}"
+    click.echo(f"{result.task_id} epoch {result.epoch}: {state}")
+    click.echo(f"verdict {result.verdict.verdict} (expected {result.verdict.expected})")
+    click.echo(
+        f"entities recall {e.recall} precision {e.precision} ({len(e.matched)}/{e.truth_count}, {len(e.extra)} extra)"
+    )
+    if result.replay is not None:
+        r = result.replay
+        click.echo(f"replay {r.ok} ok, {r.errors} failed, {r.refused} refused, {r.log_mismatches} log mismatches")
+    if result.coverage is not None:
+        click.echo(f"coverage tables {result.coverage.table_recall} joins {result.coverage.join_recall}")
+    for v in result.votes:
+        click.echo(f"{v.judge:<24} {v.dimension:<32} {v.grade:<10} {v.rationale}")

@@ -80,6 +80,10 @@ class SampleOutput(BaseModel):
     epoch: int = Field(ge=1)
     status: SampleStatus
     error: str | None = Field(default=None, description="Specific reason when status is not ok.")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What collection noticed without failing the sample: skipped log lines, caps reached.",
+    )
     answer: Answer | None = None
     queries: list[QueryLogEntry] = Field(default_factory=list)
     trace: list[dict[str, object]] = Field(default_factory=list)

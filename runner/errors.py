@@ -35,3 +35,11 @@ class GatewayError(IspmError):
 
 class GradingError(IspmError):
     """Grading could not proceed: malformed votes, an unparseable witness, or inconsistent grader input."""
+
+
+class SandboxError(IspmError):
+    """A sandbox backend could not create, run, collect or remove a sample (the engine, not the agent, failed)."""
+
+    def __init__(self, message: str, *, sample_id: str | None = None) -> None:
+        self.sample_id = sample_id
+        super().__init__(f"sample {sample_id}: {message}" if sample_id else message)

@@ -1,0 +1,202 @@
+"""Benchmark: structural coverage per query, and deterministic grading of a full run's samples.
+
+1. **Coverage.** Every witness query plus 1,000 generated variants (tables re-aliased, equality
+   sides and AND-conjuncts reordered, predicates added, the query wrapped in a derived table),
+   each analysed on its own with the world's schema. Baseline: ``sqlglot.parse`` alone (the floor
+   any SQL-structure measure pays). Target: median < 5 ms per query.
+2. **Grading.** 635 samples (127 tasks x 5 epochs of gold answers, each with a query log):
+   verdict, entities, replay, coverage and the reference judge, through ``grade_sample``. Run
+   twice: as a real run's epochs repeat (identical SQL, so replay and coverage caches hit), and
+   with every epoch's SQL made distinct (a trailing comment), so nothing is served from a cache.
+   Baseline: executing each sample's SQL in SQLite alone. Target: < 10 s.
+
+Run: .venv/bin/python bench/grading.py
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from collections.abc import Callable
+
+import sqlglot
+from sqlglot import exp
+
+from runner.contract import QueryLogEntry, SampleOutput
+from runner.grading.coverage import SqlSchema, coverage, extract_structures
+from runner.grading.grade import GradingContext, grade_sample, snapshot_schema
+from runner.grading.reference_judge import ReferenceJudge, gold_answer
+from runner.grading.replay import result_digest
+from runner.paths import tasks_dir, world_dir
+from runner.tasks.load import load_tasks
+from runner.tasks.model import Task
+from runner.tasks.truth import GROUND_TRUTH_NAME, GroundTruth, load_ground_truth
+from runner.world import SNAPSHOT_NAME
+from runner.world.digest import open_readonly
+
+VARIANTS = 1000
+EPOCHS = 5
+TOOL_MAX_ROWS = 1000  # ispm-sql's default row budget, for realistic log lines
+SNAPSHOT = world_dir() / SNAPSHOT_NAME
+
+
+# ---------------------------------------------------------------- variants
+
+
+def _realias(tree: exp.Expr, rng: random.Random) -> exp.Expr:
+    names: dict[str, str] = {}
+    for alias in tree.find_all(exp.TableAlias):
+        if isinstance(alias.parent, exp.Table) and alias.name:
+            names[alias.name] = f"{alias.name}_{rng.randint(1, 99)}"
+            alias.set("this", exp.to_identifier(names[alias.name]))
+    for column in tree.find_all(exp.Column):
+        if column.table in names:
+            column.set("table", exp.to_identifier(names[column.table]))
+    return tree
+
+
+def _reorder(tree: exp.Expr, rng: random.Random) -> exp.Expr:
+    for eq in list(tree.find_all(exp.EQ)):
+        if rng.random() < 0.5:
+            eq.replace(exp.EQ(this=eq.expression.copy(), expression=eq.this.copy()))
+    for where in tree.find_all(exp.Where):
+        conjuncts = list(where.this.flatten()) if isinstance(where.this, exp.And) else []
+        if len(conjuncts) > 1:
+            rng.shuffle(conjuncts)
+            where.set("this", exp.and_(*(c.copy() for c in conjuncts)))
+    return tree
+
+
+def _add_predicate(tree: exp.Expr, rng: random.Random) -> exp.Expr:
+    select = tree if isinstance(tree, exp.Select) else tree.find(exp.Select)
+    if select is None:
+        return tree
+    columns = [c for c in select.find_all(exp.Column) if c.table]
+    extra = (
+        exp.Not(this=exp.Is(this=rng.choice(columns).copy(), expression=exp.Null()))
+        if columns and rng.random() < 0.7
+        else exp.EQ(this=exp.Literal.number(1), expression=exp.Literal.number(1))
+    )
+    return select.where(extra, copy=False) if select is tree else tree
+
+
+def _wrap(tree: exp.Expr, rng: random.Random) -> exp.Expr:
+    return exp.select("*").from_(exp.Subquery(this=tree, alias=exp.TableAlias(this=exp.to_identifier("wrapped"))))
+
+
+TRANSFORMS: tuple[Callable[[exp.Expr, random.Random], exp.Expr], ...] = (_realias, _reorder, _add_predicate, _wrap)
+
+
+def variants(tasks: list[Task], count: int, seed: int = 6) -> list[str]:
+    """``count`` deterministic variants of the witness queries, each with one to three transforms."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    while len(out) < count:
+        task = tasks[len(out) % len(tasks)]
+        tree = sqlglot.parse_one(task.witness_sql, read="sqlite")
+        for transform in rng.sample(TRANSFORMS, rng.randint(1, 3)):
+            tree = transform(tree, rng)
+        out.append(tree.sql(dialect="sqlite", pretty=rng.random() < 0.5))
+    return out
+
+
+# ---------------------------------------------------------------- timing
+
+
+def per_call_ms(action: Callable[[str], object], queries: list[str]) -> list[float]:
+    """Wall time of ``action`` on each query, in milliseconds."""
+    times = []
+    for q in queries:
+        start = time.perf_counter()
+        action(q)
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def samples_for(tasks: list[Task], truth: GroundTruth, distinct: bool) -> list[SampleOutput]:
+    """Gold samples for every task and epoch, each with the log line ispm-sql would have written."""
+    conn = open_readonly(SNAPSHOT)
+    out = []
+    for task in tasks:
+        # A trailing comment does not change the result, so one execution serves every epoch.
+        rows = conn.execute(task.witness_sql).fetchmany(TOOL_MAX_ROWS + 1)
+        for epoch in range(1, EPOCHS + 1):
+            sql = task.witness_sql + (f"\n-- epoch {epoch}" if distinct else "")
+            entry = QueryLogEntry(
+                ts="2026-01-01T00:00:00Z",
+                sql=sql,
+                row_count=min(len(rows), TOOL_MAX_ROWS),
+                truncated=len(rows) > TOOL_MAX_ROWS,
+                result_digest=result_digest(rows[:TOOL_MAX_ROWS]),
+            )
+            answer = gold_answer(task, truth.tasks[task.id]).model_copy(update={"queries": [sql]})
+            out.append(SampleOutput(task_id=task.id, epoch=epoch, status="ok", answer=answer, queries=[entry]))
+    conn.close()
+    return out
+
+
+def grade_all(tasks: list[Task], truth: GroundTruth, samples: list[SampleOutput]) -> tuple[float, int]:
+    """Seconds to grade ``samples`` with a fresh context (cold caches), and the count of non-correct votes."""
+    by_id = {t.id: t for t in tasks}
+    judge = ReferenceJudge()
+    start = time.perf_counter()
+    with GradingContext(SNAPSHOT) as context:
+        grades = [
+            grade_sample(by_id[s.task_id], truth.tasks[s.task_id], s, [judge], s.epoch, context=context)
+            for s in samples
+        ]
+    seconds = time.perf_counter() - start
+    wrong = sum(v.grade not in ("correct", "abstain") for g in grades for v in g.votes)
+    wrong += sum(g.replay is None or g.replay.log_mismatches for g in grades)
+    return seconds, wrong
+
+
+def main() -> None:
+    tasks = load_tasks(tasks_dir())
+    truth = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME)
+    conn = open_readonly(SNAPSHOT)
+    schema: SqlSchema = snapshot_schema(conn)
+    conn.close()
+
+    queries = [t.witness_sql for t in tasks] + variants(tasks, VARIANTS)
+    extract_structures(queries[0], schema)  # warm sqlglot's lazy imports
+    unparsed = 0
+
+    def analyse(q: str) -> None:
+        nonlocal unparsed
+        unparsed += sum(not s.parsed for s in extract_structures(q, schema))
+
+    cov = per_call_ms(analyse, queries)
+    parse = per_call_ms(lambda q: sqlglot.parse(q, read="sqlite"), queries)
+    pairs = dict(zip(queries[len(tasks) :], [tasks[i % len(tasks)].witness_sql for i in range(VARIANTS)], strict=True))
+    report_ms = per_call_ms(lambda q: coverage(pairs[q], [q], schema), list(pairs))
+    med, base = statistics.median(cov), statistics.median(parse)
+    p95 = statistics.quantiles(cov, n=20)[18]
+    counts = f"{len(queries)} queries: {len(tasks)} witnesses + {VARIANTS} variants, {unparsed} unparsed"
+    print(f"coverage per query ({counts})")
+    print(
+        f"  median {med:6.2f} ms  p95 {p95:6.2f} ms   baseline (sqlglot parse alone) {base:6.2f} ms   "
+        f"ratio {med / base:4.1f}x   target < 5 ms: {'ok' if med < 5 else 'MISSED'}"
+    )
+    print(f"  whole report (witness + variant) median {statistics.median(report_ms):6.2f} ms")
+
+    for label, distinct in (("epochs repeat (caches hit)", False), ("every SQL text distinct", True)):
+        samples = samples_for(tasks, truth, distinct)
+        seconds, wrong = grade_all(tasks, truth, samples)
+        start = time.perf_counter()
+        conn = open_readonly(SNAPSHOT)
+        for s in samples:
+            conn.execute(s.queries[0].sql).fetchall()
+        conn.close()
+        sqlite_s = time.perf_counter() - start
+        print(
+            f"deterministic grading of {len(samples)} samples, {label}: {seconds:6.2f} s "
+            f"({seconds / len(samples) * 1000:5.1f} ms/sample)   baseline (sqlite execution alone) {sqlite_s:6.2f} s   "
+            f"ratio {seconds / sqlite_s:4.1f}x   target < 10 s: {'ok' if seconds < 10 else 'MISSED'}"
+            + (f"   UNEXPECTED: {wrong} gold problems" if wrong else "")
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""Grade one sample: the deterministic checks, then one set of votes from each judge slot.
+
+The order is declared here and nowhere else:
+
+1. **verdict** and **entities** (``entities``): the answer against the ground truth;
+2. **replay** (``replay``): the declared and logged SQL on the pristine snapshot;
+3. **coverage** (``coverage``): the agent's SQL texts against the witness;
+4. **judges**: each slot (an ``LLMJudge`` or the ``ReferenceJudge``) sees all of the above.
+
+**A broken sample** (status other than ``ok``, or no answer) is not shown to the judges. The
+contract counts a broken agent as a failure, so every judge slot records ``incorrect`` on every
+graded dimension, with the status as the rationale; ``incorrect`` rather than ``abstain``,
+because an abstention never wins a consensus and the failure would then vanish from the score.
+Its deterministic checks are those of an empty answer (recall 0, no verdict); replay and
+coverage are not run.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from runner.contract import SampleOutput, SampleStatus
+from runner.errors import GradingError
+from runner.grading.coverage import CoverageError, CoverageReport, QueryStructure, SqlSchema, extract_structures
+from runner.grading.entities import EntityCheck, IdentityIndex, VerdictCheck, check_entities, check_verdict
+from runner.grading.grades import Vote
+from runner.grading.judge import Judge, JudgeInput, JudgeVote, dimensions_for
+from runner.grading.replay import DEFAULT_BUDGET_S, Replayer, ReplayReport
+from runner.grading.rubric import RubricSet, load_rubrics
+from runner.tasks.model import Task
+from runner.tasks.truth import TaskTruth
+from runner.world.digest import open_readonly, table_names
+
+_STRUCTURE_CACHE = 4096
+
+
+class GradingContext:
+    """What grading needs from the world, prepared once: a replay connection, identities, schema, rubrics."""
+
+    def __init__(self, world_path: Path, *, budget_s: float = DEFAULT_BUDGET_S, rubrics: RubricSet | None = None):
+        """Open the snapshot at ``world_path`` (the ``.sqlite`` file) and read what grading needs from it.
+
+        Raises:
+            RubricError: when the rubric files are malformed (and ``rubrics`` is not given).
+        """
+        conn = open_readonly(world_path)
+        try:
+            self.identities = IdentityIndex.from_connection(conn)
+            self.schema = snapshot_schema(conn)
+        finally:
+            conn.close()
+        self.rubrics = rubrics or load_rubrics()
+        self.replayer = Replayer(world_path, budget_s=budget_s)
+        self._cache: OrderedDict[str, list[QueryStructure]] = OrderedDict()
+
+    def coverage(self, witness_sql: str, agent_sql: Sequence[str]) -> CoverageReport:
+        """``coverage.coverage`` against this world's schema, with each SQL text analysed once.
+
+        Parsing dominates grading time, and the same texts recur: a task's witness in every
+        sample, an agent's habitual exploratory queries in every epoch. So statements are
+        extracted per text and cached, and the report is assembled from them exactly as
+        ``coverage.coverage`` assembles it (a test holds the two equal).
+
+        Raises:
+            CoverageError: when the witness holds no statement or one that cannot be parsed.
+        """
+        witness = self._structures(witness_sql)
+        if not witness:
+            raise CoverageError("the witness SQL holds no statement")
+        for number, s in enumerate(witness, start=1):
+            if not s.parsed:
+                raise CoverageError(f"witness statement {number} cannot be parsed: {s.error}")
+        agent = [s for text in agent_sql for s in self._structures(text)]
+        w_tables = {t for s in witness for t in s.tables}
+        a_tables = {t for s in agent for t in s.tables}
+        w_joins = {j for s in witness for j in s.joins}
+        a_joins = {j for s in agent for j in s.joins}
+        return CoverageReport(
+            witness_tables=sorted(w_tables),
+            agent_tables=sorted(a_tables),
+            witness_joins=sorted(w_joins),
+            agent_joins=sorted(a_joins),
+            table_recall=len(w_tables & a_tables) / len(w_tables) if w_tables else None,
+            join_recall=len(w_joins & a_joins) / len(w_joins) if w_joins else None,
+            extra_tables=sorted(a_tables - w_tables),
+            unparsed=sum(not s.parsed for s in agent),
+        )
+
+    def _structures(self, sql: str) -> list[QueryStructure]:
+        found = self._cache.get(sql)
+        if found is None:
+            found = extract_structures(sql, self.schema)
+            self._cache[sql] = found
+            if len(self._cache) > _STRUCTURE_CACHE:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(sql)
+        return found
+
+    def close(self) -> None:
+        """Close the replay connection."""
+        self.replayer.close()
+
+    def __enter__(self) -> GradingContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SampleGrade(BaseModel):
+    """Everything grading found about one sample."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: str
+    epoch: int
+    status: SampleStatus
+    """The sample's collection status."""
+    graded: bool
+    """False when the sample was broken and the judges were not asked."""
+    failure: str | None = None
+    """Why the sample was not graded."""
+    verdict: VerdictCheck
+    entities: EntityCheck
+    replay: ReplayReport | None = None
+    coverage: CoverageReport | None = None
+    coverage_error: str | None = None
+    """Why coverage could not be measured (an unparseable witness)."""
+    votes: list[JudgeVote]
+    """One vote per judge slot per graded dimension."""
+    rubric_set_digest: str
+
+    def consensus_votes(self) -> list[Vote]:
+        """The plain votes, as ``consensus`` takes them."""
+        return [v.to_vote() for v in self.votes]
+
+
+def grade_sample(
+    task: Task,
+    truth: TaskTruth,
+    sample: SampleOutput,
+    judges: Sequence[Judge],
+    epoch: int,
+    *,
+    context: GradingContext,
+) -> SampleGrade:
+    """Run the deterministic checks on ``sample`` and collect every judge's votes.
+
+    Raises:
+        GradingError: the task, truth and sample disagree on task id or epoch, or two judge slots
+            share an alias (their votes would be indistinguishable in consensus).
+    """
+    if not task.id == truth.task_id == sample.task_id:
+        raise GradingError(f"task {task.id}, truth {truth.task_id} and sample {sample.task_id} do not agree")
+    if epoch != sample.epoch:
+        raise GradingError(f"task {task.id}: grading epoch {epoch} but the sample is from epoch {sample.epoch}")
+    aliases = [j.alias for j in judges]
+    if len(set(aliases)) != len(aliases):
+        raise GradingError(f"judge aliases must be distinct, got {aliases}")
+
+    if sample.status != "ok" or sample.answer is None:
+        why = f"status {sample.status}" + (f": {sample.error}" if sample.error else "")
+        if sample.status == "ok":
+            why = "status ok but no answer was collected"
+        return SampleGrade(
+            task_id=task.id,
+            epoch=epoch,
+            status=sample.status,
+            graded=False,
+            failure=why,
+            verdict=check_verdict(None, truth),
+            entities=check_entities(truth.entities, [], context.identities),
+            votes=_failure_votes(task, epoch, judges, why, context.rubrics),
+            rubric_set_digest=context.rubrics.digest,
+        )
+
+    answer = sample.answer
+    verdict = check_verdict(answer, truth)
+    entities = check_entities(truth.entities, answer.evidence, context.identities)
+    replay = context.replayer.replay_sample(sample)
+    report: CoverageReport | None = None
+    coverage_error = None
+    try:
+        report = context.coverage(task.witness_sql, [q.sql for q in replay.queries])
+    except CoverageError as exc:
+        coverage_error = str(exc)
+    item = JudgeInput(
+        task=task,
+        truth=truth,
+        epoch=epoch,
+        answer=answer,
+        replay=replay,
+        coverage=report,
+        entities=entities,
+        verdict=verdict,
+    )
+    votes = [v for judge in judges for v in judge.judge(item)]
+    return SampleGrade(
+        task_id=task.id,
+        epoch=epoch,
+        status=sample.status,
+        graded=True,
+        verdict=verdict,
+        entities=entities,
+        replay=replay,
+        coverage=report,
+        coverage_error=coverage_error,
+        votes=votes,
+        rubric_set_digest=context.rubrics.digest,
+    )
+
+
+def _failure_votes(task: Task, epoch: int, judges: Sequence[Judge], why: str, rubrics: RubricSet) -> list[JudgeVote]:
+    rationale = f"not graded: {why}; a broken agent is a failure"
+    return [
+        JudgeVote(
+            task_id=task.id,
+            epoch=epoch,
+            judge=judge.alias,
+            dimension=dim,
+            grade="incorrect",
+            rationale=rationale,
+            requested_model=judge.requested_model,
+            rubric_sha256=rubrics.rubrics[dim].sha256,
+        )
+        for judge in judges
+        for dim in dimensions_for(task)
+    ]
+
+
+def snapshot_schema(conn: sqlite3.Connection) -> SqlSchema:
+    """The snapshot's schema as coverage wants it: every table with its columns."""
+    return SqlSchema({t: [r[1] for r in conn.execute(f'PRAGMA table_info("{t}")')] for t in table_names(conn)})
