@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/tasks.py
 	$(BIN)/python bench/gateway.py
 	$(BIN)/python bench/grading.py
+	$(BIN)/python bench/sandbox.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -111,7 +111,7 @@ def world_verify(directory: Path | None, as_json: bool) -> None:
     try:
         check = verify(target)
     except WorldError as exc:
-        log.get(__name__).error("world.verify_failed", world=str(target), problems=exc.problems)
+        log.get(__name__).info("world.verify_failed", world=str(target), problems=exc.problems)
         if as_json:
             _print_json({"ok": False, "problems": exc.problems})
             raise SystemExit(1) from exc
@@ -468,3 +468,127 @@ def grade_command(sample_path: Path, judges: tuple[str, ...], as_json: bool) -> 
         click.echo(f"coverage tables {result.coverage.table_recall} joins {result.coverage.join_recall}")
     for v in result.votes:
         click.echo(f"{v.judge:<24} {v.dimension:<32} {v.grade:<10} {v.rationale}")
+
+
+# --------------------------------------------------------------------------------------- sandbox
+@main.group()
+def sandbox() -> None:
+    """Run one sample by hand, and remove what crashed runs left behind.
+
+    Example: ispm sandbox try --image null --task ispm-001
+    """
+
+
+@sandbox.command("try")
+@click.option("--image", required=True, help="Agent image: any tag, or null / replay for the built-in agents.")
+@click.option("--task", "task_id", required=True, help="Task id, e.g. ispm-001.")
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=1),
+    default=900.0,
+    show_default=True,
+    help="Seconds before the agent is killed.",
+)
+@click.option(
+    "--replay-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Recordings for the replay agent, mounted at /replay (they hold gold answers: never official).",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["docker", "local"]),
+    default="docker",
+    show_default=True,
+    help="Where the agent runs; local isolates nothing (development only).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole collected sample output as JSON.")
+@_errors_to_exit
+def sandbox_try(
+    image: str, task_id: str, time_limit: float, replay_dir: Path | None, backend: str, as_json: bool
+) -> None:
+    """Run one sample of one task with any agent image and print what was collected.
+
+    The first thing to run when you bring your own image. Exits 1 unless the sample's status is ok.
+
+    Example: ispm sandbox try --image ispm/my-agent:dev --task ispm-001 --json
+    """
+    from runner.sandbox.trial import try_sample
+
+    out = try_sample(
+        image,
+        task_id,
+        backend="local" if backend == "local" else "docker",
+        time_limit_s=time_limit,
+        replay_dir=replay_dir,
+    )
+    if as_json:
+        _print_json(out)
+    else:
+        click.echo(f"{out.task_id} epoch {out.epoch}: {out.status}" + (f": {out.error}" if out.error else ""))
+        click.echo(f"exit code {out.exit_code}, oom killed {str(out.oom_killed).lower()}")
+        if out.answer is not None:
+            verdict = out.answer.verdict or "-"
+            click.echo(
+                f"answer: verdict {verdict}, {len(out.answer.evidence)} evidence items, "
+                f"{len(out.answer.queries)} queries, {len(out.answer.response)} characters of response"
+            )
+        click.echo(f"query log: {len(out.queries)} entries; trace: {len(out.trace)} entries")
+        for note in out.notes:
+            click.echo(f"note: {note}")
+        t = out.timings
+        click.echo(
+            f"timings (s): create {t.create:.3f}, start {t.start:.3f}, agent {t.agent:.3f}, "
+            f"collect {t.collect:.3f}, remove {t.remove:.3f}"
+        )
+        for name, tail in (("stdout", out.stdout_tail), ("stderr", out.stderr_tail)):
+            if tail.strip():
+                click.echo(f"--- {name} (tail) ---\n{tail.rstrip()}")
+    if out.status != "ok":
+        raise click.exceptions.Exit(1)
+
+
+@sandbox.command("sweep")
+@click.option("--run", "run_id", help="Only this run's resources (the ispm.run label).")
+@click.option("--json", "as_json", is_flag=True, help="Print what was removed as JSON.")
+@_errors_to_exit
+def sandbox_sweep(run_id: str | None, as_json: bool) -> None:
+    """Remove every sandbox container, volume and network (label ispm.sandbox), and stale scratch folders.
+
+    Every runner start already removes what dead runners left; this removes everything, live runs included.
+
+    Example: ispm sandbox sweep --run try
+    """
+    from runner.sandbox.trial import sweep_sandbox
+
+    report = sweep_sandbox(run_id)
+    if as_json:
+        _print_json(report)
+        return
+    click.echo(
+        f"removed {len(report.containers)} containers, {len(report.volumes)} volumes, "
+        f"{len(report.networks)} networks, {len(report.directories)} scratch folders"
+    )
+    for failure in report.failures:
+        click.echo(f"could not remove {failure}", err=True)
+    if report.failures:
+        raise click.exceptions.Exit(1)
+
+
+# --------------------------------------------------------------------------------------- schema
+@main.group()
+def schema() -> None:
+    """Print the JSON Schema of a contract file.
+
+    Example: ispm schema answer
+    """
+
+
+@schema.command("answer")
+def schema_answer() -> None:
+    """Print the JSON Schema of /output/answer.json (ispm.answer/v1), for people who bring their own agent.
+
+    Example: ispm schema answer > answer.schema.json
+    """
+    from runner.contract import Answer
+
+    click.echo(json.dumps(Answer.model_json_schema(), indent=2, sort_keys=True))

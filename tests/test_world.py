@@ -123,7 +123,7 @@ def test_verify_json_lists_problems(world_copy: Path) -> None:
     _sql(world_copy, "DROP TABLE gcp_projects")
     result = CliRunner().invoke(main, ["world", "verify", "--dir", str(world_copy), "--json"])
     assert result.exit_code == 1
-    payload = json.loads(result.output)
+    payload = json.loads(result.stdout)
     assert payload["ok"] is False
     assert "table gcp_projects: missing from the snapshot" in payload["problems"]
 

@@ -1,0 +1,359 @@
+"""The sandbox backend interface: create, run, collect, remove, one sample at a time.
+
+A backend turns a :class:`SampleSpec` into a :class:`~runner.contract.SampleOutput`. The four phases are
+abstract; :meth:`Backend.run_sample` strings them together, times them, turns a :class:`SandboxError` into a
+recorded ``sandbox_error`` sample, and calls ``remove`` in a ``finally``. Backends: ``docker`` (the default,
+:mod:`runner.sandbox.docker`) and ``local`` (:mod:`runner.sandbox.local`, development only: it isolates
+nothing, says so, and has ``isolates = False`` so official runs can refuse it). A Kubernetes backend would
+be a third implementation of the same four methods.
+
+Resources a backend makes carry an owner label (host, pid and process start time of the runner), so that
+the sweep at every start removes what a killed runner left behind, and only that.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import socket
+import tempfile
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+from runner import log
+from runner.contract import SampleOutput, SampleTimings
+from runner.errors import SandboxError
+from runner.paths import world_dir
+from runner.sandbox.collect import AgentEnd, CollectLimits
+from runner.world import DOCS_DIR, SNAPSHOT_NAME
+
+if TYPE_CHECKING:
+    from runner.gateway.server import Gateway
+
+_log = log.get(__name__)
+
+GATEWAY_SOCKET_NAME = "gateway.sock"
+FORWARDER_PORT = 8765
+"""The loopback port the forwarder listens on inside a container (each sample has its own loopback)."""
+
+LABEL_SANDBOX = "ispm.sandbox"
+LABEL_RUN = "ispm.run"
+LABEL_SAMPLE = "ispm.sample"
+LABEL_OWNER = "ispm.owner"
+
+
+def _default_world_file() -> Path:
+    return world_dir() / SNAPSHOT_NAME
+
+
+def _default_docs_dir() -> Path:
+    return world_dir() / DOCS_DIR
+
+
+class SampleSpec(BaseModel):
+    """Everything a backend needs to run one sample of one task."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    task_id: str
+    epoch: int = Field(default=1, ge=1)
+    run_id: str = "adhoc"
+    """Labels every resource of the sample (``ispm.run``), so a run's leftovers can be swept alone."""
+    image: str
+    """The agent image. Its entrypoint and command are the agent, unless ``command`` overrides them."""
+    command: list[str] | None = None
+    """Run this instead of the image's entrypoint and command (tests, custom agents)."""
+    task_files: dict[str, str]
+    """``/task``: exactly ``prompt.md`` and ``task.json`` (see ``runner.tasks.view.agent_files``)."""
+    time_limit_s: float = Field(default=900.0, gt=0)
+    """Wall time of the agent, enforced from outside; then the sample is killed and recorded as ``timeout``."""
+    memory_bytes: int = Field(default=2 * 1024**3, ge=16 * 1024**2)
+    """Memory limit (swap is not allowed on top)."""
+    cpus: float = Field(default=1.0, gt=0)
+    pids: int = Field(default=256, ge=8)
+    """Processes and threads, the keeper included."""
+    output_bytes: int = Field(default=32 * 1024**2, ge=1024**2)
+    """Size of ``/output``; writes past it fail with ENOSPC."""
+    tmp_bytes: int = Field(default=64 * 1024**2, ge=1024**2)
+    """Size of the ``/tmp`` scratch space."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment for the agent. Never a provider key: the gateway token is the only credential."""
+    world_file: Path = Field(default_factory=_default_world_file)
+    """The snapshot, mounted read-only at ``/world/<its name>``."""
+    docs_dir: Path = Field(default_factory=_default_docs_dir)
+    """The schema docs, mounted read-only at ``/docs``."""
+    replay_dir: Path | None = None
+    """Mounted read-only at ``/replay`` for the replay agent. Holds gold answers: calibration runs only."""
+    gateway_socket_dir: Path | None = None
+    """A directory holding the gateway's Unix socket ``gateway.sock``, mounted read-only at ``/ispm/gateway``."""
+    gateway_token: SecretStr | None = None
+    """The per-sample gateway token, given to the agent as ``OPENAI_API_KEY``."""
+    limits: CollectLimits = Field(default_factory=CollectLimits)
+    """How much of the output the host reads."""
+    log_tail_bytes: int = Field(default=16 * 1024, ge=256)
+    """How much of the end of stdout and of stderr is kept."""
+
+    @field_validator("task_files")
+    @classmethod
+    def _exactly_the_task_files(cls, value: dict[str, str]) -> dict[str, str]:
+        if set(value) != {"prompt.md", "task.json"}:
+            raise ValueError(f"task_files must be exactly prompt.md and task.json, not {sorted(value)}")
+        return value
+
+    @property
+    def sample_id(self) -> str:
+        """``<task>.e<epoch>``: unique within a run, the gateway's sample key and the ``ispm.sample`` label."""
+        return f"{self.task_id}.e{self.epoch}"
+
+    def labels(self) -> dict[str, str]:
+        """The labels on every resource this sample makes."""
+        return {
+            LABEL_SANDBOX: "1",
+            LABEL_RUN: self.run_id,
+            LABEL_SAMPLE: self.sample_id,
+            LABEL_OWNER: owner_id(),
+        }
+
+
+class SweepReport(BaseModel):
+    """What a sweep removed (and what it could not)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    containers: list[str] = Field(default_factory=list)
+    volumes: list[str] = Field(default_factory=list)
+    networks: list[str] = Field(default_factory=list)
+    directories: list[str] = Field(default_factory=list)
+    failures: list[str] = Field(default_factory=list)
+
+
+def gateway_env(token: str, port: int = FORWARDER_PORT) -> dict[str, str]:
+    """The environment that points an agent at the gateway through the loopback forwarder on ``port``."""
+    url = f"http://127.0.0.1:{port}/v1"
+    return {
+        "OPENAI_BASE_URL": url,
+        "OPENAI_API_KEY": token,
+        "ISPM_GATEWAY_URL": url,
+        "ISPM_GATEWAY_TOKEN": token,
+        "ISPM_GATEWAY_SOCKET": f"/ispm/gateway/{GATEWAY_SOCKET_NAME}",
+    }
+
+
+@contextmanager
+def gateway_link(gateway: Gateway, sample_id: str) -> Iterator[tuple[Path, SecretStr]]:
+    """A per-sample gateway socket directory and token, for ``SampleSpec.gateway_socket_dir``/``gateway_token``.
+
+    Listens on ``<dir>/gateway.sock`` bound to ``sample_id`` (a token that leaks to another sample is refused
+    there), issues the token, and on exit revokes it (which closes the listener) and removes the directory.
+
+    Raises:
+        GatewayError: the socket cannot be bound, or the sample already holds a live token.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="ispm-gw-"))
+    # The container's keeper (uid 65534) must traverse it; the socket itself is 0666 and the token guards it.
+    folder.chmod(0o755)
+    try:
+        gateway.listen_unix(folder / GATEWAY_SOCKET_NAME, sample_id=sample_id)
+        token = gateway.issue_token(sample_id)
+        try:
+            yield folder, SecretStr(token)
+        finally:
+            gateway.revoke(sample_id)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- ownership ---------------------------------------------------------------------------------------------
+
+
+def _process_start(pid: int) -> str | None:
+    # Field 22 of /proc/<pid>/stat, after the parenthesised command (which may hold spaces).
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return raw.rsplit(")", 1)[1].split()[19]
+
+
+def owner_id() -> str:
+    """``<host>:<pid>:<start ticks>`` of this process: who owns the resources it makes."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_process_start(os.getpid()) or 0}"
+
+
+def owner_alive(owner: str) -> bool:
+    """Whether the runner that labelled a resource ``owner`` still runs.
+
+    Owners on another host (or in another pid namespace) cannot be checked and count as alive: only an
+    explicit sweep removes their resources. A pid that now belongs to a newer process counts as dead.
+    """
+    host, _, rest = owner.partition(":")
+    pid_text, _, start = rest.partition(":")
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return True
+    return _process_start(int(pid_text)) == start
+
+
+def _scratch_name(pid: int) -> str:
+    # Scratch folders are on this host, so pid and start time name the owner.
+    return f"{pid}-{_process_start(pid) or 0}"
+
+
+def _remove_if_empty(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
+def scratch_root() -> Path:
+    """Where backends keep per-sample host directories: one folder per owner, so a sweep finds orphans."""
+    return Path(tempfile.gettempdir()) / "ispm-sandbox"
+
+
+def make_sample_dir(spec: SampleSpec) -> Path:
+    """A fresh per-sample host directory under this process's scratch folder (0755: the agent must read it)."""
+    mine = scratch_root() / _scratch_name(os.getpid())
+    if not mine.is_dir():
+        mine.mkdir(parents=True, exist_ok=True)
+        # Sample folders go in their own finally; this leaves no empty owner folder behind a clean exit.
+        atexit.register(_remove_if_empty, mine)
+    folder = Path(tempfile.mkdtemp(prefix=f"{spec.sample_id}-", dir=mine))
+    folder.chmod(0o755)
+    return folder
+
+
+def write_task_dir(folder: Path, spec: SampleSpec) -> None:
+    """Write ``/task``'s files, readable by the agent's uid."""
+    folder.mkdir(mode=0o755)
+    folder.chmod(0o755)
+    for name, text in spec.task_files.items():
+        path = folder / name
+        path.write_text(text, encoding="utf-8")
+        path.chmod(0o644)
+
+
+def sweep_scratch(*, orphans_only: bool) -> tuple[list[str], list[str]]:
+    """Remove per-owner scratch folders (only those of dead owners if ``orphans_only``): (removed, failures)."""
+    removed: list[str] = []
+    failures: list[str] = []
+    root = scratch_root()
+    if not root.is_dir():
+        return removed, failures
+    mine = _scratch_name(os.getpid())
+    for folder in sorted(root.iterdir()):
+        pid, _, start = folder.name.partition("-")
+        alive = pid.isdigit() and _process_start(int(pid)) == start
+        if folder.name == mine or (orphans_only and alive):
+            continue
+        try:
+            shutil.rmtree(folder)
+            removed.append(str(folder))
+        except OSError as exc:
+            failures.append(f"{folder}: {exc}")
+    return removed, failures
+
+
+# -- the interface -----------------------------------------------------------------------------------------
+
+
+class SampleHandle:
+    """A sample between ``create`` and ``remove``: its spec, host folder and phase timings."""
+
+    def __init__(self, spec: SampleSpec, folder: Path) -> None:
+        """Track one sample of ``spec`` whose host files live in ``folder``."""
+        self.spec = spec
+        self.folder = folder
+        self.timings = SampleTimings()
+
+
+H = TypeVar("H", bound=SampleHandle)
+
+
+class Backend(ABC, Generic[H]):
+    """One way of running samples. Subclasses implement the four phases; callers use :meth:`run_sample`."""
+
+    name: ClassVar[str]
+    isolates: ClassVar[bool]
+    """False for a backend that must never serve an official run."""
+
+    @abstractmethod
+    def create(self, spec: SampleSpec) -> H:
+        """Make the sample's resources (nothing runs yet). Cleans up after itself if it fails.
+
+        Raises:
+            SandboxError: the resources could not be made (missing image, engine error).
+        """
+
+    @abstractmethod
+    def run(self, handle: H) -> AgentEnd:
+        """Start the agent and wait for it to end or for the time limit; fills ``start`` and ``agent`` timings.
+
+        Raises:
+            SandboxError: the engine failed while running the sample.
+        """
+
+    @abstractmethod
+    def collect(self, handle: H, end: AgentEnd) -> SampleOutput:
+        """Read the output of a finished (or stopped) agent and decide the sample's status.
+
+        Raises:
+            SandboxError: the output could not be read for a reason that is not the agent's.
+        """
+
+    @abstractmethod
+    def remove(self, handle: H) -> None:
+        """Remove every resource of the sample. Idempotent; safe on a partly created sample.
+
+        Raises:
+            SandboxError: something could not be removed (a later sweep will).
+        """
+
+    def sweep(self, run_id: str | None = None, *, orphans_only: bool = False) -> SweepReport:
+        """Remove leftovers of earlier runs; the default removes the scratch folders only."""
+        removed, failures = sweep_scratch(orphans_only=orphans_only)
+        return SweepReport(directories=removed, failures=failures)
+
+    def close(self) -> None:
+        """Release the backend's own resources (connections). The default does nothing."""
+
+    def run_sample(self, spec: SampleSpec) -> SampleOutput:
+        """Create, run, collect and remove one sample; never raises for a sample's own failure.
+
+        A ``SandboxError`` in any phase becomes a ``sandbox_error`` sample with the message as its error, so
+        the caller carries on with the next sample. ``remove`` always runs; if it fails the output says so
+        in its notes.
+        """
+        timings = SampleTimings()
+        handle: H | None = None
+        output: SampleOutput | None = None
+        try:
+            started = time.perf_counter()
+            handle = self.create(spec)
+            timings.create = time.perf_counter() - started
+            end = self.run(handle)
+            started = time.perf_counter()
+            output = self.collect(handle, end)
+            timings.collect = time.perf_counter() - started
+        except SandboxError as exc:
+            _log.error("sandbox.sample_failed", sample=spec.sample_id, run=spec.run_id, error=str(exc))
+            output = SampleOutput(task_id=spec.task_id, epoch=spec.epoch, status="sandbox_error", error=str(exc))
+        finally:
+            if handle is not None:
+                started = time.perf_counter()
+                try:
+                    self.remove(handle)
+                except SandboxError as exc:
+                    _log.error("sandbox.remove_failed", sample=spec.sample_id, run=spec.run_id, error=str(exc))
+                    if output is not None:
+                        output.notes.append(f"cleanup failed (a sweep will retry): {exc}")
+                timings.remove = time.perf_counter() - started
+                timings.start, timings.agent = handle.timings.start, handle.timings.agent
+        assert output is not None  # every path above either set it or raised past this point
+        output.timings = SampleTimings(**{k: round(v, 4) for k, v in timings.model_dump().items()})
+        return output

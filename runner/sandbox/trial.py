@@ -1,0 +1,101 @@
+"""``ispm sandbox try`` and ``ispm sandbox sweep`` as plain functions: the CLI only parses and prints.
+
+``try_sample`` runs one sample of one task with any image, the first thing a person bringing their own agent
+image runs. It is never an official run: it may mount a replay recording, and it may use the local backend.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from runner.contract import SampleOutput
+from runner.errors import SandboxError, TaskError
+from runner.paths import tasks_dir
+from runner.sandbox.backend import Backend, SampleSpec, SweepReport, gateway_link
+from runner.sandbox.images import expected_tags
+from runner.tasks.load import load_tasks
+from runner.tasks.view import agent_files
+
+if TYPE_CHECKING:
+    from runner.gateway.server import Gateway
+
+BackendName = Literal["docker", "local"]
+# Short names a person may type for our own images; they resolve to the tag of the current inputs.
+_SHORT_NAMES = {"null": "agent-null", "replay": "agent-replay", "base": "base"}
+
+
+def resolve_image(image: str) -> str:
+    """``null``, ``replay``, ``agent-null``… become the current digest tag of our image; anything else is kept."""
+    name = _SHORT_NAMES.get(image, image)
+    tags = expected_tags()
+    return tags.get(name, image)
+
+
+def make_backend(name: BackendName) -> Backend[Any]:
+    """A backend by name.
+
+    Raises:
+        SandboxError: Docker is not reachable (``docker``), or the name is unknown.
+    """
+    if name == "docker":
+        from runner.sandbox.docker import DockerBackend
+
+        return DockerBackend()
+    if name == "local":
+        from runner.sandbox.local import LocalBackend
+
+        return LocalBackend()
+    raise SandboxError(f"unknown sandbox backend {name!r}; use docker or local")
+
+
+def try_sample(
+    image: str,
+    task_id: str,
+    *,
+    backend: BackendName = "docker",
+    time_limit_s: float = 900.0,
+    replay_dir: Path | None = None,
+    command: list[str] | None = None,
+    gateway: Gateway | None = None,
+) -> SampleOutput:
+    """Run one sample (epoch 1, run ``try``) of ``task_id`` with ``image`` and return what was collected.
+
+    With ``gateway``, the agent reaches it through the sandbox's gateway path with a fresh per-sample token.
+
+    Raises:
+        TaskError: no task has that id (or the task set does not load).
+        SandboxError: the backend cannot start (for example, Docker is unreachable).
+    """
+    tasks = {task.id: task for task in load_tasks(tasks_dir())}
+    task = tasks.get(task_id)
+    if task is None:
+        raise TaskError(f"no task {task_id!r}; see `ispm tasks list`")
+    spec = SampleSpec(
+        task_id=task.id,
+        run_id="try",
+        image=resolve_image(image),
+        command=command,
+        task_files=agent_files(task, time_limit_seconds=int(time_limit_s)),
+        time_limit_s=time_limit_s,
+        replay_dir=replay_dir,
+    )
+    runner = make_backend(backend)
+    try:
+        if gateway is None:
+            return runner.run_sample(spec)
+        with gateway_link(gateway, spec.sample_id) as (folder, token):
+            return runner.run_sample(spec.model_copy(update={"gateway_socket_dir": folder, "gateway_token": token}))
+    finally:
+        runner.close()
+
+
+def sweep_sandbox(run_id: str | None = None, *, orphans_only: bool = False) -> SweepReport:
+    """Remove leftover sandbox containers, volumes, networks and scratch folders (of one run, if given).
+
+    Raises:
+        SandboxError: the Docker engine cannot be reached or listed.
+    """
+    from runner.sandbox.docker import sweep
+
+    return sweep(run_id=run_id, orphans_only=orphans_only)

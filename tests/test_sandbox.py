@@ -1,0 +1,383 @@
+"""The sandbox backends end to end: the built-in agents, the time limit, cleanup, sweep and the gateway path.
+
+The conformance cases run against every backend (``docker`` on the real engine, and ``local``). Every Docker
+resource a test makes carries ``ispm.sandbox=1`` and this module's own ``ispm.run``, and the module's
+finalizer sweeps that run, so a failing test leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+from fake_provider import OPENAI_MODEL, FakeProvider
+
+from runner.contract import Answer
+from runner.gateway.providers import ClientSettings, OpenAIClient
+from runner.gateway.server import Gateway
+from runner.paths import tasks_dir
+from runner.sandbox.backend import (
+    LABEL_OWNER,
+    LABEL_RUN,
+    LABEL_SANDBOX,
+    Backend,
+    SampleSpec,
+    gateway_link,
+    owner_id,
+    scratch_root,
+)
+from runner.sandbox.collect import CollectLimits, OutputFile, files_from_dir, parse_queries, validate_answer
+from runner.sandbox.docker import DockerBackend, sweep
+from runner.sandbox.images import ImageRef, ensure_images
+from runner.sandbox.local import LocalBackend
+from runner.tasks.load import load_tasks
+from runner.tasks.model import Task
+from runner.tasks.view import agent_files
+
+RUN = f"test-sandbox-{uuid.uuid4().hex[:8]}"
+TASK_ID = "ispm-001"
+REPLAY_QUERIES = [
+    "SELECT count(*) AS n FROM okta_users",
+    "SELECT id, status FROM hibob_people ORDER BY id LIMIT 3",
+]
+
+
+@pytest.fixture(scope="module")
+def refs() -> dict[str, ImageRef]:
+    return ensure_images()
+
+
+@pytest.fixture(scope="module")
+def docker_backend() -> Iterator[DockerBackend]:
+    backend = DockerBackend()
+    yield backend
+    backend.sweep(RUN)
+    backend.close()
+
+
+@pytest.fixture(scope="module")
+def task() -> Task:
+    return {t.id: t for t in load_tasks(tasks_dir())}[TASK_ID]
+
+
+@pytest.fixture(scope="module")
+def archive_backend() -> Iterator[DockerBackend]:
+    """Collects through ``get_archive`` even where the volume's mount point is readable."""
+    backend = DockerBackend(sweep_on_start=False, direct_read=False)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("docker", marks=pytest.mark.docker),
+        pytest.param("docker-archive", marks=pytest.mark.docker),
+        "local",
+    ]
+)
+def backend(request: pytest.FixtureRequest) -> Backend[Any]:
+    if request.param == "docker":
+        docker_backend: DockerBackend = request.getfixturevalue("docker_backend")
+        return docker_backend
+    if request.param == "docker-archive":
+        archive_backend: DockerBackend = request.getfixturevalue("archive_backend")
+        return archive_backend
+    return LocalBackend()
+
+
+def make_spec(task: Task, image: str, **overrides: Any) -> SampleSpec:
+    settings: dict[str, Any] = {
+        "task_id": task.id,
+        "run_id": RUN,
+        "image": image,
+        "task_files": agent_files(task, time_limit_seconds=60),
+        "time_limit_s": 60,
+        "memory_bytes": 256 * 1024**2,
+        "pids": 64,
+        **overrides,
+    }
+    return SampleSpec(**settings)
+
+
+def leftovers(run_id: str = RUN) -> tuple[list[Any], list[Any]]:
+    client = docker.from_env()
+    try:
+        wanted = {"label": [f"{LABEL_RUN}={run_id}"]}
+        return client.api.containers(all=True, filters=wanted), client.api.volumes(filters=wanted).get("Volumes") or []
+    finally:
+        client.close()
+
+
+# -- conformance: every backend -----------------------------------------------------------------------------
+
+
+def test_null_agent_end_to_end(backend: Backend[Any], refs: dict[str, ImageRef], task: Task) -> None:
+    out = backend.run_sample(make_spec(task, refs["agent-null"].tag))
+    assert (out.status, out.error, out.exit_code, out.oom_killed) == ("ok", None, 0, False)
+    assert out.answer == Answer(response="")
+    assert out.queries == [] and out.trace == []
+    assert (out.task_id, out.epoch) == (task.id, 1)
+    assert out.timings.agent > 0 and out.timings.remove > 0
+
+
+def test_replay_agent_replays_queries_against_the_real_world(
+    backend: Backend[Any], refs: dict[str, ImageRef], task: Task, tmp_path: Path, world_db: sqlite3.Connection
+) -> None:
+    answer = {"response": "Nobody.", "verdict": None, "evidence": [], "queries": REPLAY_QUERIES}
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    (replay / f"{task.id}.json").write_text(json.dumps({"queries": REPLAY_QUERIES, "answer": answer}))
+    out = backend.run_sample(make_spec(task, refs["agent-replay"].tag, replay_dir=replay))
+    assert out.status == "ok", out.error
+    assert out.answer == Answer.model_validate(answer)
+    assert [q.sql for q in out.queries] == REPLAY_QUERIES
+    assert [q.error for q in out.queries] == [None, None]
+    # The row counts are the real world's, so the queries ran against the mounted snapshot.
+    expected = [len(world_db.execute(sql).fetchall()) for sql in REPLAY_QUERIES]
+    assert [q.row_count for q in out.queries] == expected
+    assert all(q.result_digest and q.result_digest.startswith("sha256:") for q in out.queries)
+    assert "2 queries replayed" in out.stdout_tail
+
+
+def test_time_limit_kills_the_agent_and_still_collects(
+    backend: Backend[Any], refs: dict[str, ImageRef], task: Task
+) -> None:
+    script = textwrap.dedent(
+        """
+        import json, os, time
+        out = os.environ.get("ISPM_OUTPUT_DIR", "/output")
+        with open(os.path.join(out, "answer.json"), "w") as f:
+            json.dump({"response": "partial"}, f)
+        print("wrote the answer, now sleeping", flush=True)
+        time.sleep(60)
+        """
+    )
+    out = backend.run_sample(make_spec(task, refs["base"].tag, command=["python3", "-c", script], time_limit_s=2))
+    assert out.status == "timeout"
+    assert out.error == "the agent ran past the time limit of 2 s and was killed"
+    assert out.answer == Answer(response="partial")
+    assert "now sleeping" in out.stdout_tail
+    assert 2 <= out.timings.agent < 4
+
+
+def test_the_gateway_path_reaches_the_gateway_with_the_right_token(
+    backend: Backend[Any], refs: dict[str, ImageRef], task: Task, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = textwrap.dedent(
+        """
+        import json, os, urllib.error, urllib.request
+        base, token = os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"]
+        body = json.dumps({"model": "any", "messages": [{"role": "user", "content": "Who lacks MFA?"}]}).encode()
+
+        def call(key):
+            request = urllib.request.Request(base + "/chat/completions", data=body, method="POST",
+                headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(request, timeout=10) as reply:
+                    return reply.status, json.load(reply)
+            except urllib.error.HTTPError as exc:
+                return exc.code, json.load(exc)
+
+        good = call(token)
+        bad = call("not-the-token")
+        result = {"base": base, "good": good[0], "model": good[1].get("model"), "text": good[1]["choices"][0]["message"]["content"], "bad": bad[0]}
+        out = os.environ.get("ISPM_OUTPUT_DIR", "/output")
+        json.dump({"response": json.dumps(result)}, open(os.path.join(out, "answer.json"), "w"))
+        """
+    )
+    host_key = "sk-host-key-never-in-the-sandbox"
+    with FakeProvider() as fake:
+        monkeypatch.setenv("OPENAI_API_KEY", host_key)
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.openai_base)
+        with Gateway("openai/gpt-4.1", client=OpenAIClient(ClientSettings(max_attempts=1))) as gateway:
+            spec = make_spec(task, refs["base"].tag, command=["python3", "-c", agent])
+            with gateway_link(gateway, spec.sample_id) as (folder, token):
+                out = backend.run_sample(spec.model_copy(update={"gateway_socket_dir": folder, "gateway_token": token}))
+                usage = gateway.usage(spec.sample_id)
+        assert out.status == "ok", (out.error, out.stderr_tail)
+        assert out.answer is not None
+        result = json.loads(out.answer.response)
+        # In a container the forwarder has the fixed port; the local backend's picks a free one.
+        expected = "http://127.0.0.1:8765/v1" if isinstance(backend, DockerBackend) else result["base"]
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", result["base"])
+        assert result == {
+            "base": expected,
+            "good": 200,
+            "model": OPENAI_MODEL,
+            "text": "ok",
+            "bad": 401,
+        }
+        assert usage.requests == 1 and usage.input_tokens == 11 and usage.model_ids == [OPENAI_MODEL]
+        # The provider saw the host's key, and only the one authorised request.
+        assert len(fake.seen) == 1 and fake.seen[0].headers["authorization"] == f"Bearer {host_key}"
+        assert token.get_secret_value() not in json.dumps(out.model_dump(mode="json"))
+    assert not folder.exists()
+
+
+# -- docker only -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.docker
+def test_the_container_is_locked_down(docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task) -> None:
+    script = textwrap.dedent(
+        """
+        import json, os
+        status = open("/proc/self/status").read()
+        caps = [l.split()[1] for l in status.splitlines() if l.startswith(("CapEff", "CapBnd", "CapPrm"))]
+        nnp = [l.split()[1] for l in status.splitlines() if l.startswith("NoNewPrivs")]
+        mounts = {l.split()[1]: l.split()[3] for l in open("/proc/self/mounts")}
+        facts = {
+            "uid": os.getuid(), "gid": os.getgid(), "caps": caps, "nnp": nnp,
+            "ifaces": sorted(os.listdir("/sys/class/net")),
+            "root": mounts["/"], "task": mounts["/task"], "docs": mounts["/docs"],
+            "world": mounts["/world/ispm-crossvendor-v1.sqlite"], "output": mounts["/output"], "tmp": mounts["/tmp"],
+            "task_files": sorted(os.listdir("/task")), "world_files": sorted(os.listdir("/world")),
+        }
+        json.dump({"response": json.dumps(facts)}, open("/output/answer.json", "w"))
+        """
+    )
+    out = docker_backend.run_sample(make_spec(task, refs["base"].tag, command=["python3", "-c", script]))
+    assert out.status == "ok", (out.error, out.stderr_tail)
+    assert out.answer is not None
+    facts = json.loads(out.answer.response)
+    assert (facts["uid"], facts["gid"]) == (10001, 10001)
+    assert facts["caps"] == ["0000000000000000"] * 3 and facts["nnp"] == ["1"]
+    assert facts["ifaces"] == ["lo"]
+    for name in ("root", "task", "docs", "world"):
+        assert facts[name].split(",")[0] == "ro", name
+    assert facts["output"].startswith("rw") and "size=32768k" in facts["output"]
+    assert "noexec" in facts["tmp"] and "size=65536k" in facts["tmp"]
+    assert facts["task_files"] == ["prompt.md", "task.json"]
+    assert facts["world_files"] == ["ispm-crossvendor-v1.sqlite"]
+
+
+@pytest.mark.docker
+def test_no_labelled_resources_are_left(docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task) -> None:
+    for _ in range(2):
+        assert docker_backend.run_sample(make_spec(task, refs["agent-null"].tag)).status == "ok"
+    containers, volumes = leftovers()
+    assert containers == [] and volumes == []
+    assert not any(scratch_root().glob(f"{os.getpid()}-*/{task.id}.e1-*"))
+
+
+@pytest.mark.docker
+def test_a_runner_killed_mid_sample_leaves_nothing_after_the_next_start(refs: dict[str, ImageRef], task: Task) -> None:
+    killed_run = f"{RUN}-killed"
+    program = textwrap.dedent(
+        f"""
+        from runner.sandbox.backend import SampleSpec
+        from runner.sandbox.docker import DockerBackend
+        spec = SampleSpec(task_id="{task.id}", run_id="{killed_run}", image="{refs["base"].tag}",
+                          command=["sleep", "600"], task_files={agent_files(task)!r}, time_limit_s=600)
+        DockerBackend(sweep_on_start=False).run_sample(spec)
+        """
+    )
+    runner = subprocess.Popen([sys.executable, "-c", program])
+    try:
+        deadline = time.monotonic() + 30
+        while not leftovers(killed_run)[0]:
+            assert time.monotonic() < deadline and runner.poll() is None, "the sample never started"
+            time.sleep(0.1)
+        scratch = list((scratch_root()).glob(f"{runner.pid}-*"))
+        assert len(scratch) == 1
+    finally:
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+    containers, volumes = leftovers(killed_run)
+    assert len(containers) == 1 and len(volumes) == 1  # what kill -9 leaves
+
+    DockerBackend().close()  # the next start
+    assert leftovers(killed_run) == ([], [])
+    assert not scratch[0].exists()
+
+
+@pytest.mark.docker
+def test_a_missing_image_is_a_recorded_sandbox_error(docker_backend: DockerBackend, task: Task) -> None:
+    out = docker_backend.run_sample(make_spec(task, "ispm/no-such-image:0000"))
+    assert out.status == "sandbox_error"
+    assert out.error == "sample ispm-001.e1: image not found: ispm/no-such-image:0000 (build it first)"
+    assert leftovers() == ([], [])
+
+
+@pytest.mark.docker
+def test_sweep_removes_planted_leftovers_of_dead_owners_only(refs: dict[str, ImageRef]) -> None:
+    planted_run = f"{RUN}-planted"
+    client = docker.from_env()
+    # A dead owner: this very pid, but a start time no process of it ever had (pid reuse looks like this).
+    dead = f"{owner_id().rsplit(':', 1)[0]}:1"
+    live = owner_id()
+    try:
+        made = {}
+        for who, owner in (("dead", dead), ("live", live)):
+            labels = {LABEL_SANDBOX: "1", LABEL_RUN: planted_run, LABEL_OWNER: owner}
+            container = client.api.create_container(refs["base"].tag, ["sleep", "infinity"], labels=labels)
+            client.api.start(container["Id"])
+            volume = client.api.create_volume(name=f"ispm-planted-{who}-{uuid.uuid4().hex[:6]}", labels=labels)
+            made[who] = (container["Id"], volume["Name"])
+
+        # Another runner starting on this engine may sweep the dead owner's leftovers first: check the result.
+        sweep(client, orphans_only=True)
+        remaining, volumes = leftovers(planted_run)
+        assert [c["Id"] for c in remaining] == [made["live"][0]]
+        assert [v["Name"] for v in volumes] == [made["live"][1]]
+
+        report = sweep(client, planted_run)
+        assert report.containers == [made["live"][0][:12]] and report.volumes == [made["live"][1]]
+        assert leftovers(planted_run) == ([], [])
+    finally:
+        sweep(client, planted_run)
+        client.close()
+
+
+# -- collection, without any backend ---------------------------------------------------------------------------
+
+
+def test_collection_reports_links_and_skips_malformed_query_lines(tmp_path: Path) -> None:
+    (tmp_path / "answer.json").symlink_to("/etc/passwd")
+    lines = [
+        json.dumps({"ts": "2026-01-01T00:00:00Z", "sql": "SELECT 1", "row_count": 1}),
+        "{not json",
+        json.dumps({"sql": "no ts"}),
+        json.dumps({"ts": "2026-01-01T00:00:01Z", "sql": "SELECT 2"}),
+    ]
+    (tmp_path / "queries.jsonl").write_text("\n".join(lines) + "\n")
+    limits = CollectLimits()
+    files = files_from_dir(tmp_path, limits)
+    assert validate_answer(files["answer.json"], limits) == (
+        None,
+        "answer.json is a symlink (to '/etc/passwd'), not a regular file",
+    )
+    entries, notes = parse_queries(files["queries.jsonl"], limits)
+    assert [e.sql for e in entries] == ["SELECT 1", "SELECT 2"]
+    assert notes == ["queries.jsonl: 2 malformed lines skipped (first: line 2)"]
+
+
+@pytest.mark.parametrize(
+    ("entry", "reason"),
+    [
+        (OutputFile("answer.json"), "answer.json missing"),
+        (OutputFile("answer.json", "directory"), "answer.json is not a regular file (directory)"),
+        (
+            OutputFile("answer.json", "regular", size=2_000_000),
+            "answer.json is 2000000 bytes, over the 1000000-byte limit",
+        ),
+        (OutputFile("answer.json", "regular", size=4, data=b"{}"), "answer.json does not match the answer schema"),
+        (OutputFile("answer.json", "regular", size=5, data=b"{oops"), "answer.json does not match the answer schema"),
+    ],
+)
+def test_answer_validation_names_the_reason(entry: OutputFile, reason: str) -> None:
+    answer, error = validate_answer(entry, CollectLimits())
+    assert answer is None and error is not None and error.startswith(reason)
