@@ -31,6 +31,7 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict images/base/ispm-sql
 	$(BIN)/mypy --strict images/agents/null/agent.py
 	$(BIN)/mypy --strict images/agents/replay/agent.py
+	$(BIN)/mypy --strict images/agents/reference/agent.py
 
 world: $(STAMP)
 	$(BIN)/ispm world build

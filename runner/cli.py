@@ -574,6 +574,40 @@ def sandbox_sweep(run_id: str | None, as_json: bool) -> None:
         raise click.exceptions.Exit(1)
 
 
+# --------------------------------------------------------------------------------------- preflight
+@main.command("preflight")
+@click.option("--candidate", required=True, metavar="PROVIDER/MODEL", help="The candidate model, e.g. openai/gpt-4.1.")
+@click.option(
+    "--judge",
+    "judges",
+    multiple=True,
+    metavar="PROVIDER/MODEL",
+    help="A judge model, e.g. anthropic/claude-sonnet-4-6; repeat the option for each judge.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the resolved models as JSON.")
+@_errors_to_exit
+def preflight_command(candidate: str, judges: tuple[str, ...], as_json: bool) -> None:
+    """Send one minimal request to the candidate and to each judge; print the model id each provider returned.
+
+    Keys and endpoints come from the host environment only: OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY,
+    ANTHROPIC_BASE_URL. Exits 1 with one line per problem: a missing key (naming its variable), an unknown
+    alias, an endpoint that cannot be reached or refuses the probe. No request is sent unless every alias is
+    known and has its key.
+
+    Example: ispm preflight --candidate openai/gpt-4.1 --judge anthropic/claude-sonnet-4-6 --judge openai/o3
+    """
+    from runner.gateway.preflight import preflight
+
+    roles = ["candidate"] + ["judge"] * len(judges)
+    resolved = preflight([candidate, *judges])
+    if as_json:
+        _print_json([{"role": role, **m.model_dump(mode="json")} for role, m in zip(roles, resolved, strict=True)])
+        return
+    for role, model in zip(roles, resolved, strict=True):
+        returned = model.returned_model or "(the provider returned no model id)"
+        click.echo(f"{role:<9}  {model.alias}  ->  {returned}  ({model.latency_s:.2f} s, {model.base_url})")
+
+
 # --------------------------------------------------------------------------------------- schema
 @main.group()
 def schema() -> None:

@@ -70,7 +70,7 @@ class ImageRef(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
-    """Short name: ``base``, ``agent-null``, ``agent-replay``."""
+    """Short name: ``base``, ``agent-null``, ``agent-replay``, ``agent-reference``."""
     tag: str
     """``ispm/<name>:<first 12 hex of input_digest>``."""
     id: str
@@ -107,6 +107,7 @@ SPECS: tuple[ImageSpec, ...] = (
     ImageSpec("base", "base"),
     ImageSpec("agent-null", "agents/null", parent="base"),
     ImageSpec("agent-replay", "agents/replay", parent="base"),
+    ImageSpec("agent-reference", "agents/reference", parent="base"),
 )
 
 
