@@ -165,15 +165,23 @@ def coverage(witness_sql: str, agent_sql: str | Iterable[str], schema: SchemaLik
         CoverageError: when the witness holds no statement or a statement sqlglot cannot parse.
     """
     prepared = _prepare(schema)
-    witness = extract_structures(witness_sql, prepared)
+    texts = [agent_sql] if isinstance(agent_sql, str) else list(agent_sql)
+    return compare_structures(
+        extract_structures(witness_sql, prepared), [s for text in texts for s in extract_structures(text, prepared)]
+    )
+
+
+def compare_structures(witness: Sequence[QueryStructure], agent: Sequence[QueryStructure]) -> CoverageReport:
+    """The coverage report for already-analysed witness and agent statements.
+
+    Raises:
+        CoverageError: when the witness holds no statement or a statement sqlglot cannot parse.
+    """
     if not witness:
         raise CoverageError("the witness SQL holds no statement")
     for number, s in enumerate(witness, start=1):
         if not s.parsed:
             raise CoverageError(f"witness statement {number} cannot be parsed: {s.error}")
-    texts = [agent_sql] if isinstance(agent_sql, str) else list(agent_sql)
-    agent = [s for text in texts for s in extract_structures(text, prepared)]
-
     w_tables = {t for s in witness for t in s.tables}
     a_tables = {t for s in agent for t in s.tables}
     w_joins = {j for s in witness for j in s.joins}

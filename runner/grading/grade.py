@@ -26,7 +26,14 @@ from pydantic import BaseModel, ConfigDict
 
 from runner.contract import SampleOutput, SampleStatus
 from runner.errors import GradingError
-from runner.grading.coverage import CoverageError, CoverageReport, QueryStructure, SqlSchema, extract_structures
+from runner.grading.coverage import (
+    CoverageError,
+    CoverageReport,
+    QueryStructure,
+    SqlSchema,
+    compare_structures,
+    extract_structures,
+)
 from runner.grading.entities import EntityCheck, IdentityIndex, VerdictCheck, check_entities, check_verdict
 from runner.grading.grades import Vote
 from runner.grading.judge import Judge, JudgeInput, JudgeVote, dimensions_for
@@ -69,27 +76,8 @@ class GradingContext:
         Raises:
             CoverageError: when the witness holds no statement or one that cannot be parsed.
         """
-        witness = self._structures(witness_sql)
-        if not witness:
-            raise CoverageError("the witness SQL holds no statement")
-        for number, s in enumerate(witness, start=1):
-            if not s.parsed:
-                raise CoverageError(f"witness statement {number} cannot be parsed: {s.error}")
         agent = [s for text in agent_sql for s in self._structures(text)]
-        w_tables = {t for s in witness for t in s.tables}
-        a_tables = {t for s in agent for t in s.tables}
-        w_joins = {j for s in witness for j in s.joins}
-        a_joins = {j for s in agent for j in s.joins}
-        return CoverageReport(
-            witness_tables=sorted(w_tables),
-            agent_tables=sorted(a_tables),
-            witness_joins=sorted(w_joins),
-            agent_joins=sorted(a_joins),
-            table_recall=len(w_tables & a_tables) / len(w_tables) if w_tables else None,
-            join_recall=len(w_joins & a_joins) / len(w_joins) if w_joins else None,
-            extra_tables=sorted(a_tables - w_tables),
-            unparsed=sum(not s.parsed for s in agent),
-        )
+        return compare_structures(self._structures(witness_sql), agent)
 
     def _structures(self, sql: str) -> list[QueryStructure]:
         found = self._cache.get(sql)
