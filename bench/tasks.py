@@ -8,26 +8,14 @@ Run: .venv/bin/python bench/tasks.py
 
 from __future__ import annotations
 
-import statistics
 import time
-from collections.abc import Callable
+
+from timing import median_seconds  # bench/ is the script's folder: sys.path[0]
 
 from runner.paths import tasks_dir, world_dir
 from runner.tasks.catalog import derive_all
 from runner.tasks.load import load_tasks
 from runner.world.digest import open_readonly
-
-REPEATS = 3
-
-
-def timed(action: Callable[[], object]) -> float:
-    """Median wall time of ``REPEATS`` runs, in seconds."""
-    samples = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        action()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def main() -> None:
@@ -38,8 +26,8 @@ def main() -> None:
         for task in tasks:
             conn.execute(task.witness_sql).fetchall()
 
-    derive_s = timed(lambda: derive_all(tasks_dir(), world_dir()))
-    base_s = timed(witnesses_only)
+    derive_s = median_seconds(lambda: derive_all(tasks_dir(), world_dir()))
+    base_s = median_seconds(witnesses_only)
     slowest = sorted(((timed_one(conn, t.witness_sql), t.id) for t in tasks), reverse=True)[:3]
     print(
         f"derive all ground truth ({len(tasks)} tasks)  {derive_s:6.3f} s   baseline (witnesses only) "

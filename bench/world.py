@@ -11,28 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-import statistics
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+from timing import median_seconds  # bench/ is the script's folder: sys.path[0]
 
 from runner.paths import world_dir
 from runner.world.build import build
 from runner.world.generate import all_tables, generate
 from runner.world.verify import verify
-
-REPEATS = 3
-
-
-def timed(action: Callable[[], object]) -> float:
-    """Median wall time of ``REPEATS`` runs, in seconds."""
-    samples = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        action()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def main() -> None:
@@ -53,11 +40,11 @@ def main() -> None:
             conn.commit()
             conn.close()
 
-        build_s = timed(lambda: build(out / "world"))
-        write_s = timed(write_only)
+        build_s = median_seconds(lambda: build(out / "world"))
+        write_s = median_seconds(write_only)
     snapshot = world_dir() / "ispm-crossvendor-v1.sqlite"
-    verify_s = timed(lambda: verify(world_dir()))
-    hash_s = timed(lambda: hashlib.sha256(snapshot.read_bytes()).hexdigest())
+    verify_s = median_seconds(lambda: verify(world_dir()))
+    hash_s = median_seconds(lambda: hashlib.sha256(snapshot.read_bytes()).hexdigest())
     size_mb = snapshot.stat().st_size / 1e6
     print(
         f"build   {build_s:7.3f} s   baseline (write rows only) {write_s:7.3f} s   ratio {build_s / write_s:5.1f}x"
