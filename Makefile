@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test lint world world-verify images images-prune bench clean
+.PHONY: venv demo test lint world world-verify images images-prune bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ images: $(STAMP)
 
 images-prune: $(STAMP)
 	$(BIN)/python -m runner.sandbox.images --prune
+
+# Calibration, not an official run: every task in Docker, gold replay, ref judge in both slots, 1 epoch.
+demo: $(STAMP) images
+	$(BIN)/ispm demo
 
 test: $(STAMP) images
 	$(BIN)/python -m pytest -q

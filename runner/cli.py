@@ -608,6 +608,124 @@ def preflight_command(candidate: str, judges: tuple[str, ...], as_json: bool) ->
         click.echo(f"{role:<9}  {model.alias}  ->  {returned}  ({model.latency_s:.2f} s, {model.base_url})")
 
 
+# --------------------------------------------------------------------------------------- run
+@main.command("run")
+@click.option("--agent-image", help="The agent image: any tag, or replay / null for the built-in agents.")
+@click.option("--candidate", help="The candidate model the agent runs against, provider/model.")
+@click.option(
+    "--judge", "judges", multiple=True, help="A judge slot: ref / ref#N (offline) or provider/model. Give two."
+)
+@click.option("--epochs", type=click.IntRange(1, 100), default=5, show_default=True, help="Epochs per task.")
+@click.option("--concurrency", type=click.IntRange(1, 64), default=2, show_default=True, help="Samples at once.")
+@click.option("--task", "task_ids", multiple=True, help="Only this task (repeat); official runs refuse a filter.")
+@click.option(
+    "--backend", type=click.Choice(["docker", "local"]), default="docker", show_default=True, help="Sandbox backend."
+)
+@click.option("--official", is_flag=True, help="Lock every value to v1 and refuse anything that is not.")
+@click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), help="Run folder [runs/<run-id>].")
+@click.option(
+    "--resume",
+    "resume_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Continue the run in this folder with its own spec; nothing already graded is redone.",
+)
+@_errors_to_exit
+def run_command(
+    agent_image: str | None,
+    candidate: str | None,
+    judges: tuple[str, ...],
+    epochs: int,
+    concurrency: int,
+    task_ids: tuple[str, ...],
+    backend: str,
+    official: bool,
+    run_dir: Path | None,
+    resume_dir: Path | None,
+) -> None:
+    """Run the benchmark: tasks × epochs in fresh sandboxes, graded by two judges, into runs/<run-id>/.
+
+    Example: ispm run --agent-image me/agent:1 --candidate openai/gpt-4.1 --judge anthropic/claude-sonnet-4-6
+    --judge openai/gpt-4.1 --official
+
+    Example: ispm run --resume runs/20261130T060000Z-a1b2c3
+    """
+    from runner.run.spec import RunSpec
+    from runner.run.spec import official as make_official
+    from runner.run.start import current_digests, resume_run, start_run
+
+    if resume_dir is not None:
+        result = resume_run(resume_dir)
+    else:
+        if not agent_image:
+            raise click.UsageError("--agent-image is required (or --resume RUN_DIR)")
+        if len(judges) != 2:
+            raise click.UsageError(f"give exactly two --judge options, got {len(judges)}")
+        spec = RunSpec(
+            agent_image=agent_image,
+            candidate=candidate,
+            judges=(judges[0], judges[1]),
+            epochs=epochs,
+            concurrency=concurrency,
+            tasks=list(task_ids) or None,
+            backend=backend,  # type: ignore[arg-type]
+        )
+        if official:
+            spec = make_official(spec, current_digests())
+        result = start_run(spec, run_dir)
+    _print_run_result(result)
+
+
+@main.command("demo")
+@click.option(
+    "--agent",
+    type=click.Choice(["replay", "null"]),
+    default="replay",
+    show_default=True,
+    help="replay: the gold answers (must score 100%); null: no answer (must score 0%).",
+)
+@click.option("--epochs", type=click.IntRange(1, 100), default=1, show_default=True, help="Epochs per task.")
+@click.option("--concurrency", type=click.IntRange(1, 64), default=2, show_default=True, help="Samples at once.")
+@click.option("--task", "task_ids", multiple=True, help="Only this task (repeat).")
+@click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), help="Run folder [runs/<run-id>].")
+@_errors_to_exit
+def demo_command(agent: str, epochs: int, concurrency: int, task_ids: tuple[str, ...], run_dir: Path | None) -> None:
+    """Calibrate the harness: every task in Docker with the gold replay (or null) agent and the ref judge.
+
+    No API key is needed. This is a calibration run, never an official one (those are 5 epochs with two
+    model judges); it runs 1 epoch unless told otherwise.
+
+    Example: ispm demo --agent null
+    """
+    from runner.run.calibration import run_calibration
+
+    result = run_calibration(
+        agent,  # type: ignore[arg-type]
+        epochs=epochs,
+        concurrency=concurrency,
+        tasks=list(task_ids) or None,
+        run_dir=run_dir,
+    )
+    _print_run_result(result)
+
+
+def _print_run_result(result: Any) -> None:
+    record = result.record
+    click.echo(f"run {record.run_id}: {record.status} ({'official' if record.official else 'non-official'})")
+    click.echo(f"samples graded {record.samples_graded}/{record.samples_planned} in {record.run_s:.1f} s")
+    if record.scores is not None:
+        for dim, s in record.scores.dimensions.items():
+            mean = "n/a" if s.mean is None else f"{s.mean:.3f}"
+            click.echo(f"  {dim:<32} {mean:>6}  ({s.graded} graded, {s.abstained} abstained)")
+    elif record.status == "timed_out":
+        click.echo("the run limit passed: no score")
+    else:
+        click.echo(f"stopped; continue with: ispm run --resume {result.run_dir}")
+    failed = {k: v for k, v in record.failures.items() if v}
+    if failed:
+        click.echo(f"failures: {failed}")
+    click.echo(f"record: {result.record_path}")
+
+
 # --------------------------------------------------------------------------------------- schema
 @main.group()
 def schema() -> None:
@@ -626,3 +744,14 @@ def schema_answer() -> None:
     from runner.contract import Answer
 
     click.echo(json.dumps(Answer.model_json_schema(), indent=2, sort_keys=True))
+
+
+@schema.command("run-record")
+def schema_run_record() -> None:
+    """Print the JSON Schema of a run's record.json (the public run record).
+
+    Example: ispm schema run-record > run-record.schema.json
+    """
+    from runner.record.model import RunRecord
+
+    click.echo(json.dumps(RunRecord.model_json_schema(), indent=2, sort_keys=True))

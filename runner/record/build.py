@@ -1,0 +1,257 @@
+"""Build the run record from a run's journal, and nothing else, so an auditor can recompute it."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from math import comb
+from pathlib import Path
+
+from runner.grading.consensus import Consensus, consensus
+from runner.grading.grades import ABSTAIN, DIMENSIONS, Dimension, Grade, score
+from runner.grading.judge import JudgeVote
+from runner.record.model import (
+    FAILURE_KINDS,
+    RECORD_NAME,
+    DimensionScore,
+    RunRecord,
+    RunStatus,
+    SampleRecord,
+    Scores,
+    TaskResult,
+    TokenCount,
+)
+from runner.run.journal import (
+    Entry,
+    RunFinished,
+    RunInterrupted,
+    RunStarted,
+    RunTimedOut,
+    SampleFinished,
+    SampleGraded,
+)
+from runner.run.spec import RunError
+from runner.tasks.model import Task
+
+PASS_K = (1, 2, 3, 4, 5)
+_ENDS: dict[str, RunStatus] = {
+    "run_finished": "completed",
+    "run_timed_out": "timed_out",
+    "run_interrupted": "incomplete",
+}
+_PHASES = ("create", "start", "agent", "collect", "remove")
+
+
+def build_record(entries: Sequence[Entry], tasks: Iterable[Task]) -> RunRecord:
+    """The run record of a journal. ``tasks`` supplies each task's vendor, category, kind and hops.
+
+    Raises:
+        RunError: the journal has no ``run_started`` entry, or names a task ``tasks`` does not hold.
+        ConsensusError: two votes share task, epoch, judge and dimension (a tampered journal).
+    """
+    starts = [e for e in entries if isinstance(e, RunStarted)]
+    if not starts:
+        raise RunError("the journal has no run_started entry")
+    first = starts[0]
+    by_id = {t.id: t for t in tasks}
+    planned_ids = first.spec.tasks if first.spec.tasks is not None else sorted(by_id)
+    unknown = sorted(set(planned_ids) - set(by_id))
+    if unknown:
+        raise RunError(f"the journal plans tasks the task set does not hold: {unknown}")
+
+    outputs: dict[tuple[str, int], SampleFinished] = {}
+    grades: dict[tuple[str, int], SampleGraded] = {}
+    status: RunStatus = "incomplete"
+    run_s = 0.0
+    ended_at: str | None = None
+    for e in entries:
+        if isinstance(e, SampleFinished):
+            outputs.setdefault((e.output.task_id, e.output.epoch), e)
+        elif isinstance(e, SampleGraded):
+            grades.setdefault((e.task_id, e.epoch), e)
+        elif isinstance(e, RunFinished | RunTimedOut | RunInterrupted):
+            run_s, ended_at = e.used_s, e.ts
+            status = _ENDS[e.kind]
+
+    samples = [_sample(outputs.get(pair), graded) for pair, graded in sorted(grades.items(), key=_epoch_first)]
+    votes = [v for s in samples for v in s.votes]
+    scores = None
+    if status == "completed":
+        scores = _scores([by_id[t] for t in planned_ids], consensus(v.to_vote() for v in votes), first.spec.epochs)
+    return RunRecord(
+        run_id=first.run_id,
+        status=status,
+        official=first.spec.official,
+        calibration=first.spec.calibration,
+        spec=first.spec,
+        digests=first.digests,
+        images=first.images,
+        runner_version=first.runner_version,
+        candidate_model=first.spec.candidate,
+        resolved_models=first.resolved_models,
+        started_at=first.ts,
+        ended_at=ended_at,
+        run_s=run_s,
+        phases_s=_phases(samples),
+        agent_tokens=_total([s.agent for s in samples if s.agent is not None])
+        if any(s.agent for s in samples)
+        else None,
+        judge_tokens={j: _total([s.judges[j] for s in samples if j in s.judges]) for j in first.spec.judges},
+        failures=_failures(samples),
+        abstention_rates=_abstention_rates(votes),
+        samples_planned=len(planned_ids) * first.spec.epochs,
+        samples_graded=len(samples),
+        scores=scores,
+        samples=samples,
+    )
+
+
+def write_record(run_dir: Path, record: RunRecord) -> Path:
+    """Write ``record.json`` into ``run_dir`` atomically (a reader never sees half a record); returns its path."""
+    target = run_dir / RECORD_NAME
+    scratch = target.with_suffix(".json.tmp")
+    scratch.write_text(json.dumps(record.model_dump(mode="json"), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(scratch, target)
+    return target
+
+
+def load_record(run_dir: Path) -> RunRecord:
+    """Read ``record.json`` from ``run_dir``.
+
+    Raises:
+        RunError: it is missing or not a run record.
+    """
+    path = run_dir / RECORD_NAME
+    try:
+        return RunRecord.model_validate_json(path.read_bytes())
+    except (OSError, ValueError) as exc:
+        raise RunError(f"cannot read the run record {path}: {exc}") from exc
+
+
+def _epoch_first(item: tuple[tuple[str, int], SampleGraded]) -> tuple[int, str]:
+    return item[0][1], item[0][0]
+
+
+def _sample(finished: SampleFinished | None, graded: SampleGraded) -> SampleRecord:
+    if finished is None:
+        raise RunError(f"the journal grades {graded.task_id} epoch {graded.epoch} but never collected it")
+    output, usage = finished.output, finished.usage
+    agent = None
+    if usage is not None:
+        agent = TokenCount(requests=usage.requests, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+    # Every vote of one (task, epoch, judge) carries the totals of that judge's calls: count them once.
+    judges: dict[str, TokenCount] = {}
+    for v in graded.votes:
+        judges.setdefault(
+            v.judge, TokenCount(requests=v.attempts, input_tokens=v.input_tokens, output_tokens=v.output_tokens)
+        )
+    return SampleRecord(
+        task_id=output.task_id,
+        epoch=output.epoch,
+        status=output.status,
+        error=output.error,
+        queries_logged=len(output.queries),
+        queries_declared=list(output.answer.queries) if output.answer else [],
+        timings=output.timings,
+        grade_s=graded.grade_s,
+        graded=graded.graded,
+        agent=agent,
+        judges=judges,
+        votes=graded.votes,
+    )
+
+
+def _phases(samples: Sequence[SampleRecord]) -> dict[str, float]:
+    totals = {name: round(sum(getattr(s.timings, name) for s in samples), 3) for name in _PHASES}
+    totals["grade"] = round(sum(s.grade_s for s in samples), 3)
+    return totals
+
+
+def _total(counts: Sequence[TokenCount]) -> TokenCount:
+    return TokenCount(
+        requests=sum(c.requests for c in counts),
+        input_tokens=sum(c.input_tokens for c in counts),
+        output_tokens=sum(c.output_tokens for c in counts),
+    )
+
+
+def _failures(samples: Sequence[SampleRecord]) -> dict[str, int]:
+    counts = dict.fromkeys(FAILURE_KINDS, 0)
+    for s in samples:
+        if s.status != "ok":
+            counts[s.status] = counts.get(s.status, 0) + 1
+    return counts
+
+
+def _abstention_rates(votes: Sequence[JudgeVote]) -> dict[Dimension, float]:
+    total: dict[Dimension, int] = defaultdict(int)
+    abstained: dict[Dimension, int] = defaultdict(int)
+    for v in votes:
+        total[v.dimension] += 1
+        abstained[v.dimension] += v.grade == ABSTAIN
+    return {d: round(abstained[d] / total[d], 6) for d in DIMENSIONS if total[d]}
+
+
+def dimension_score(grades: Sequence[Grade]) -> DimensionScore:
+    """Mean of the real grades (abstentions excluded and counted)."""
+    real = [s for s in (score(g) for g in grades) if s is not None]
+    abstained = sum(g == ABSTAIN for g in grades)
+    return DimensionScore(mean=sum(real) / len(real) if real else None, graded=len(real), abstained=abstained)
+
+
+def pass_hat_k(correct_epochs: Sequence[int], epochs: int, k: int) -> float | None:
+    """pass^k over tasks, given each task's count of ``correct`` epochs out of ``epochs``."""
+    if k > epochs or not correct_epochs:
+        return None
+    return sum(comb(c, k) / comb(epochs, k) for c in correct_epochs) / len(correct_epochs)
+
+
+def _scores(tasks: Sequence[Task], results: Sequence[Consensus], epochs: int) -> Scores:
+    by_task: dict[str, dict[Dimension, Consensus]] = defaultdict(dict)
+    for c in results:
+        by_task[c.task_id][c.dimension] = c
+    rows = []
+    for t in sorted(tasks, key=lambda t: t.id):
+        mine = by_task.get(t.id, {})
+        real = [c.grade for c in mine.values() if c.grade != ABSTAIN]
+        rows.append(
+            TaskResult(
+                task_id=t.id,
+                kind=t.kind,
+                category=t.category,
+                vendors=list(t.vendors),
+                hops=t.hops,
+                grades={d: c.grade for d, c in mine.items()},
+                epochs={d: c.epochs for d, c in mine.items()},
+                strict_success=all(g == "correct" for g in real) if real else None,
+            )
+        )
+    missing = [r.task_id for r in rows if not r.grades]
+    if missing:
+        raise RunError(f"a completed run has no votes for tasks {missing[:5]}")
+    dims = {d: dimension_score([r.grades[d] for r in rows if d in r.grades]) for d in DIMENSIONS}
+    strict = [r.strict_success for r in rows if r.strict_success is not None]
+    axes: dict[str, dict[str, list[Grade]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        grade = r.grades.get("answer_correctness")
+        if grade is None:
+            continue
+        for vendor in r.vendors:
+            axes["vendor"][vendor].append(grade)
+        axes["category"][r.category].append(grade)
+        axes["kind"][r.kind].append(grade)
+        axes["hops"][str(r.hops)].append(grade)
+    correct = [
+        sum(g == "correct" for g in r.epochs.get("answer_correctness", {}).values())
+        for r in rows
+        if "answer_correctness" in r.epochs
+    ]
+    return Scores(
+        dimensions={d: s for d, s in dims.items() if s.graded or s.abstained},
+        strict_success_rate=sum(strict) / len(strict) if strict else None,
+        breakdowns={a: {k: dimension_score(v) for k, v in sorted(vals.items())} for a, vals in sorted(axes.items())},
+        pass_hat_k={k: pass_hat_k(correct, epochs, k) for k in PASS_K},
+        tasks=rows,
+    )

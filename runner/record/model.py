@@ -1,0 +1,141 @@
+"""The run record, ``record.json``: what a run publishes (CONTRACT.md, "What an official run publishes").
+
+Everything in it is computed from the run's journal by :func:`runner.record.build.build_record`, so anyone
+can recompute it. ``scores`` is ``None`` unless the run completed: a run that timed out has no score at all.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runner.contract import SampleStatus, SampleTimings
+from runner.grading.grades import Dimension, Grade
+from runner.grading.judge import JudgeVote
+from runner.run.spec import Digests, RunSpec
+
+RECORD_VERSION: Literal[1] = 1
+RECORD_NAME = "record.json"
+RunStatus = Literal["completed", "timed_out", "incomplete"]
+FAILURE_KINDS: tuple[str, ...] = (
+    "timeout",
+    "oom",
+    "invalid_answer",
+    "agent_error",
+    "gateway_error",
+    "sandbox_error",
+)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class DimensionScore(_Model):
+    """One dimension over the tasks' consensus grades."""
+
+    mean: float | None
+    """Mean over tasks with a real grade (correct 1, partial 0.5, incorrect 0); ``None`` if all abstained."""
+    graded: int
+    """Tasks with a real consensus grade."""
+    abstained: int
+    """Tasks whose consensus abstained: excluded from the mean, counted here."""
+
+
+class TaskResult(_Model):
+    """One task's consensus, per dimension, with the per-epoch consensus behind it."""
+
+    task_id: str
+    kind: str
+    category: str
+    vendors: list[str]
+    hops: int
+    grades: dict[Dimension, Grade]
+    """Consensus across epochs (mode, ties downward)."""
+    epochs: dict[Dimension, dict[int, Grade]]
+    """Consensus within each epoch (lowest non-abstaining judge grade)."""
+    strict_success: bool | None
+    """Every non-abstaining dimension ``correct``; ``None`` when every dimension abstained."""
+
+
+class Scores(_Model):
+    """The aggregate numbers. Present only on a completed run."""
+
+    dimensions: dict[Dimension, DimensionScore]
+    strict_success_rate: float | None
+    """Share of tasks (with any real grade) whose every non-abstaining dimension is ``correct``."""
+    breakdowns: dict[str, dict[str, DimensionScore]]
+    """``answer_correctness`` by ``vendor`` (a task counts for each vendor it touches), ``category``, ``kind``,
+    ``hops``."""
+    pass_hat_k: dict[int, float | None]
+    """pass^k on ``answer_correctness``, k = 1..5: the chance that k epochs drawn without replacement are all
+    ``correct``, averaged over tasks; ``None`` when the run has fewer than k epochs."""
+    tasks: list[TaskResult]
+
+
+class TokenCount(_Model):
+    """Requests (steps) and tokens, as counted by the gateway or the judge clients, never self-reported."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class SampleRecord(_Model):
+    """One sample: its status, SQL, timings and every vote with its rationale."""
+
+    task_id: str
+    epoch: int
+    status: SampleStatus
+    error: str | None = None
+    queries_logged: int
+    """SQL statements the agent ran through the SQL tool."""
+    queries_declared: list[str]
+    """The SQL the answer says its conclusion rests on."""
+    timings: SampleTimings
+    grade_s: float
+    graded: bool
+    agent: TokenCount | None = None
+    """The agent's steps and tokens from the gateway; ``None`` when the run had no gateway (calibration)."""
+    judges: dict[str, TokenCount] = Field(default_factory=dict)
+    """Each judge slot's calls and tokens for this sample (zero for the reference judge)."""
+    votes: list[JudgeVote]
+
+
+class RunRecord(_Model):
+    """``record.json``: everything a run publishes, recomputable from ``journal.jsonl``."""
+
+    version: Literal[1] = RECORD_VERSION
+    run_id: str
+    status: RunStatus
+    """``completed``; ``timed_out`` (run limit passed: no score); ``incomplete`` (stopped, resumable)."""
+    official: bool
+    calibration: str | None
+    """``replay`` (gold answers) or ``null``: harness calibration, never a model's score."""
+    spec: RunSpec
+    digests: Digests
+    images: dict[str, str]
+    runner_version: str
+    candidate_model: str | None
+    resolved_models: dict[str, str]
+    """Model id returned on the wire, by alias; empty for the reference judge and calibration agents."""
+    started_at: str
+    ended_at: str | None
+    run_s: float
+    """Run wall time over every attempt, as counted against the run limit."""
+    phases_s: dict[str, float]
+    """Summed wall time per phase over every sample: create, start, agent, collect, remove, grade."""
+    agent_tokens: TokenCount | None
+    """The agent's totals over every sample, from the gateway; ``None`` without a gateway."""
+    judge_tokens: dict[str, TokenCount]
+    """Each judge slot's totals over every sample, kept apart from the agent's."""
+    failures: dict[str, int]
+    """Samples by failure kind (every non-``ok`` status)."""
+    abstention_rates: dict[Dimension, float]
+    """Share of raw judge votes that abstained, per dimension."""
+    samples_planned: int
+    samples_graded: int
+    scores: Scores | None = Field(default=None)
+    """``None`` unless ``status`` is ``completed``."""
+    samples: list[SampleRecord]

@@ -1,0 +1,1 @@
+"""Runs: the spec, the durable journal, the scheduler and the calibration (gold / null) runs."""

@@ -1,0 +1,66 @@
+"""Calibration runs: the harness validating itself (``make demo``).
+
+The replay agent replays the gold answer of every task and must score 100% answer correctness; the null
+agent answers nothing and must score 0%. Both use the offline reference judge in both slots (``ref#1`` and
+``ref#2``: the slots need distinct aliases) and no model, so they need no API key. They are never official:
+CONTRACT.md's official runs are 5 epochs with two floating model judges; the demo defaults to 1 epoch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from runner.run.progress import Progress
+from runner.run.spec import RunSpec
+from runner.run.start import RunResult, start_run
+
+CALIBRATION_JUDGES = ("ref#1", "ref#2")
+
+
+def calibration_spec(
+    agent: Literal["replay", "null"],
+    *,
+    epochs: int = 1,
+    concurrency: int = 2,
+    tasks: list[str] | None = None,
+    backend: Literal["docker", "local"] = "docker",
+    run_limit_s: float = 43_200.0,
+) -> RunSpec:
+    """The spec of a gold (``replay``) or null calibration run."""
+    return RunSpec(
+        agent_image=agent,
+        candidate=None,
+        judges=CALIBRATION_JUDGES,
+        epochs=epochs,
+        concurrency=concurrency,
+        run_limit_s=run_limit_s,
+        tasks=tasks,
+        backend=backend,
+        calibration=agent,
+    )
+
+
+def run_calibration(
+    agent: Literal["replay", "null"] = "replay",
+    *,
+    epochs: int = 1,
+    concurrency: int = 2,
+    tasks: list[str] | None = None,
+    run_dir: Path | None = None,
+    build_images: bool = True,
+    progress: Progress | None = None,
+) -> RunResult:
+    """Run a calibration in Docker (building missing images first) and write its record.
+
+    Raises:
+        SandboxError: Docker is unreachable.
+        ImageError: an image cannot be built.
+    """
+    images: dict[str, str] = {}
+    if build_images:
+        from runner.sandbox.images import ensure_images
+
+        images = {ref.tag: ref.id for ref in ensure_images().values()}
+    spec = calibration_spec(agent, epochs=epochs, concurrency=concurrency, tasks=tasks)
+    return start_run(spec, run_dir, images=images, progress=progress)

@@ -1,0 +1,176 @@
+"""The run journal: an append-only JSONL file that survives ``kill -9``.
+
+Every entry is one line, written, flushed and ``fsync``-ed before the call returns, so a finished sample or a
+vote is on disk before the next one starts. A process killed mid-write can leave one unterminated last line:
+reading ignores it, and opening for append cuts it off first, so the next entry starts on a line of its own.
+A terminated line that does not parse is damage, not a torn write, and is refused.
+
+Entries are a tagged union on ``kind``. The run record is built from these entries alone.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from runner.contract import SampleOutput
+from runner.gateway.server import SampleUsage
+from runner.grading.judge import JudgeVote
+from runner.run.spec import Digests, RunError, RunSpec
+
+JOURNAL_NAME = "journal.jsonl"
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601."""
+    return datetime.now(UTC).isoformat()
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ts: str = Field(default_factory=now)
+
+
+class RunStarted(_Entry):
+    """A run (or a resume of it) started: the spec and everything pinned at preflight."""
+
+    kind: Literal["run_started"] = "run_started"
+    run_id: str
+    resumed: bool = False
+    spec: RunSpec
+    digests: Digests
+    images: dict[str, str] = Field(default_factory=dict)
+    """Image id by tag or short name, as the engine resolved it."""
+    runner_version: str
+    resolved_models: dict[str, str] = Field(default_factory=dict)
+    """Model id the wire returned, by alias; empty for the reference judge and calibration agents."""
+    used_s: float = 0.0
+    """Run wall time already spent by earlier attempts, counted against the run limit."""
+
+
+class SampleFinished(_Entry):
+    """One sample ran: everything the host collected."""
+
+    kind: Literal["sample_finished"] = "sample_finished"
+    output: SampleOutput
+    usage: SampleUsage | None = None
+    """The agent's requests and tokens as the gateway counted them; ``None`` when the run had no gateway."""
+
+
+class SampleGraded(_Entry):
+    """One sample was graded: every judge slot's votes."""
+
+    kind: Literal["sample_graded"] = "sample_graded"
+    task_id: str
+    epoch: int
+    graded: bool
+    """False when the sample was broken and every slot recorded ``incorrect`` without asking a judge."""
+    votes: list[JudgeVote]
+    grade_s: float = 0.0
+
+
+class RunFinished(_Entry):
+    """Every planned sample was run and graded within the run limit."""
+
+    kind: Literal["run_finished"] = "run_finished"
+    used_s: float
+
+
+class RunTimedOut(_Entry):
+    """The run limit passed before every sample was graded: the run has no score."""
+
+    kind: Literal["run_timed_out"] = "run_timed_out"
+    used_s: float
+    limit_s: float
+
+
+class RunInterrupted(_Entry):
+    """The runner was stopped (Ctrl-C); ``ispm run --resume`` continues it."""
+
+    kind: Literal["run_interrupted"] = "run_interrupted"
+    used_s: float
+
+
+Entry = Annotated[
+    RunStarted | SampleFinished | SampleGraded | RunFinished | RunTimedOut | RunInterrupted,
+    Field(discriminator="kind"),
+]
+ENTRY: TypeAdapter[Entry] = TypeAdapter(Entry)
+
+
+def read_entries(path: Path) -> list[Entry]:
+    """Every complete entry of the journal at ``path``, in order; an unterminated last line is ignored.
+
+    Raises:
+        RunError: the file is missing, or a complete line is not a valid entry (named by line number).
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RunError(f"cannot read journal {path}: {exc}") from exc
+    lines = data.split(b"\n")
+    # The piece after the last newline is either empty or a write that kill -9 cut short.
+    entries: list[Entry] = []
+    for number, line in enumerate(lines[:-1], start=1):
+        if not line.strip():
+            continue
+        try:
+            entries.append(ENTRY.validate_json(line))
+        except ValidationError as exc:
+            raise RunError(f"{path}, line {number}: not a journal entry: {exc.errors()[0]['msg']}") from exc
+    return entries
+
+
+class Journal:
+    """An open journal, safe to append to from worker threads."""
+
+    def __init__(self, path: Path) -> None:
+        """Open ``path`` for appending, creating it, after cutting off a torn last line."""
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            data = path.read_bytes()
+            keep = data.rfind(b"\n") + 1
+            if keep != len(data):
+                with path.open("r+b") as f:
+                    f.truncate(keep)
+                    os.fsync(f.fileno())
+        self._file = path.open("ab")
+        self._lock = threading.Lock()
+
+    def append(self, entry: Entry) -> None:
+        """Write ``entry`` as one line and make it durable before returning."""
+        line = entry.model_dump_json().encode() + b"\n"
+        with self._lock:
+            self._file.write(line)
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        """Close the file."""
+        with self._lock:
+            self._file.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def done_pairs(entries: list[Entry]) -> tuple[dict[tuple[str, int], SampleOutput], set[tuple[str, int]]]:
+    """What a resume skips: the collected output of every finished (task, epoch), and the graded pairs."""
+    finished: dict[tuple[str, int], SampleOutput] = {}
+    graded: set[tuple[str, int]] = set()
+    for e in entries:
+        if isinstance(e, SampleFinished):
+            finished.setdefault((e.output.task_id, e.output.epoch), e.output)
+        elif isinstance(e, SampleGraded):
+            graded.add((e.task_id, e.epoch))
+    return finished, graded

@@ -1,0 +1,228 @@
+"""Plan tasks × epochs and run them with bounded concurrency, under the sample and run limits.
+
+Each worker runs one sample through the backend, journals what was collected, grades it and journals the
+votes, so a (task, epoch) is either redone whole, regraded from its journaled output, or skipped on resume.
+
+**Run limit.** Each sample's time limit is clamped to what is left of the run, so at the run limit every
+running sample is stopped from outside by its backend like any timeout, and no new sample starts. A run
+that did not grade every planned sample within the limit ends ``timed_out``; the record then has no score.
+
+**Ctrl-C.** The main thread stops scheduling, sweeps the run's sandbox resources (which ends the running
+agents), waits for the workers, and journals ``run_interrupted``. Samples cut short this way are not
+journaled: they were not the agent's failure, and a resume runs them again.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from runner import log
+from runner.contract import SampleOutput
+from runner.errors import SandboxError
+from runner.grading.grade import GradingContext, grade_sample
+from runner.grading.judge import Judge
+from runner.run.journal import Journal, RunInterrupted, RunTimedOut, SampleFinished, SampleGraded
+from runner.run.progress import Progress, make_progress
+from runner.run.spec import RunSpec
+from runner.sandbox.backend import Backend, SampleSpec, gateway_link
+from runner.tasks.model import Task
+from runner.tasks.truth import TaskTruth
+from runner.tasks.view import agent_files
+
+if TYPE_CHECKING:
+    from runner.gateway.server import Gateway, SampleUsage
+
+_log = log.get(__name__)
+
+Outcome = Literal["completed", "timed_out", "interrupted"]
+Pair = tuple[str, int]
+_POLL_S = 0.25
+
+
+def plan(task_ids: Sequence[str], epochs: int) -> list[Pair]:
+    """Every (task, epoch) of the run, epoch by epoch, so a cut-short run has whole epochs first."""
+    return [(t, e) for e in range(1, epochs + 1) for t in sorted(task_ids)]
+
+
+@dataclass
+class RunPlan:
+    """What the scheduler needs: the spec, the tasks and their truth, the backend, the judges, the journal."""
+
+    run_id: str
+    spec: RunSpec
+    image: str
+    """The resolved image tag."""
+    tasks: dict[str, Task]
+    truths: dict[str, TaskTruth]
+    backend: Backend[Any]
+    judges: list[Judge]
+    world_file: Path
+    journal: Journal
+    replay_dir: Path | None = None
+    gateway: Gateway | None = None
+    finished: dict[Pair, SampleOutput] = field(default_factory=dict)
+    """Samples already collected by an earlier attempt (graded or not)."""
+    graded: set[Pair] = field(default_factory=set)
+    """Samples already graded by an earlier attempt: skipped."""
+
+
+class _Worker:
+    """The per-sample work, shared by the pool's threads."""
+
+    def __init__(self, p: RunPlan, deadline: float, clock: Callable[[], float], progress: Progress) -> None:
+        self.p = p
+        self.deadline = deadline
+        self.clock = clock
+        self.progress = progress
+        self.stop = threading.Event()
+        self.deadline_hit = threading.Event()
+        self._local = threading.local()
+        self._contexts: list[GradingContext] = []
+        self._lock = threading.Lock()
+
+    def context(self) -> GradingContext:
+        # The replay connection is SQLite's, which belongs to the thread that opened it.
+        found: GradingContext | None = getattr(self._local, "context", None)
+        if found is None:
+            found = GradingContext(self.p.world_file)
+            self._local.context = found
+            with self._lock:
+                self._contexts.append(found)
+        return found
+
+    def close(self) -> None:
+        # A connection may only be closed by its own thread, and the pool's threads are gone by now:
+        # dropping the last reference lets SQLite release it.
+        self._contexts.clear()
+
+    def __call__(self, pair: Pair) -> str | None:
+        """Run (unless journaled) and grade one sample; ``None`` when it was not done (stop or run limit)."""
+        if self.stop.is_set():
+            return None
+        remaining = self.deadline - self.clock()
+        if remaining <= 0:
+            self.deadline_hit.set()
+            return None
+        task_id, epoch = pair
+        output = self.p.finished.get(pair)
+        if output is None:
+            self.progress.started(pair)
+            limit = min(self.p.spec.sample_limit_s, remaining)
+            output, usage = self._run(task_id, epoch, limit)
+            if self.stop.is_set():
+                return None
+            if output.status == "timeout" and limit < self.p.spec.sample_limit_s:
+                self.deadline_hit.set()
+            self.p.journal.append(SampleFinished(output=output, usage=usage))
+            _log.info(
+                "run.sample_finished",
+                run=self.p.run_id,
+                sample=f"{task_id}.e{epoch}",
+                status=output.status,
+                error=output.error,
+                agent_s=output.timings.agent,
+            )
+        started = time.perf_counter()
+        result = grade_sample(
+            self.p.tasks[task_id], self.p.truths[task_id], output, self.p.judges, epoch, context=self.context()
+        )
+        self.p.journal.append(
+            SampleGraded(
+                task_id=task_id,
+                epoch=epoch,
+                graded=result.graded,
+                votes=result.votes,
+                grade_s=round(time.perf_counter() - started, 4),
+            )
+        )
+        return output.status
+
+    def _run(self, task_id: str, epoch: int, limit: float) -> tuple[SampleOutput, SampleUsage | None]:
+        task = self.p.tasks[task_id]
+        spec = SampleSpec(
+            task_id=task_id,
+            epoch=epoch,
+            run_id=self.p.run_id,
+            image=self.p.image,
+            # The agent is told the sample limit, not the clamped one: the clamp is the run's business.
+            task_files=agent_files(task, time_limit_seconds=int(self.p.spec.sample_limit_s)),
+            time_limit_s=limit,
+            replay_dir=self.p.replay_dir,
+            world_file=self.p.world_file,
+        )
+        if self.p.gateway is None:
+            return self.p.backend.run_sample(spec), None
+        with gateway_link(self.p.gateway, spec.sample_id) as (folder, token):
+            output = self.p.backend.run_sample(
+                spec.model_copy(update={"gateway_socket_dir": folder, "gateway_token": token})
+            )
+        # Read after the link closed: revoking the token waits for the sample's requests in flight.
+        return output, self.p.gateway.usage(spec.sample_id)
+
+
+def execute(
+    p: RunPlan,
+    *,
+    used_s: float = 0.0,
+    clock: Callable[[], float] = time.monotonic,
+    progress: Progress | None = None,
+) -> tuple[Outcome, float]:
+    """Run every planned sample not yet graded; journal the end of the run. Returns (outcome, run seconds used).
+
+    ``used_s`` is what earlier attempts spent; it counts against ``spec.run_limit_s``. Ctrl-C ends with
+    ``interrupted`` after removing the run's sandbox resources; it is not re-raised.
+    """
+    todo = [pair for pair in plan(list(p.tasks), p.spec.epochs) if pair not in p.graded]
+    start = clock()
+    deadline = start + p.spec.run_limit_s - used_s
+    shown = progress or make_progress(sys.stderr)
+    _log.info("run.scheduling", run=p.run_id, todo=len(todo), done=len(p.graded), used_s=round(used_s, 3))
+    shown.begin(total=len(todo) + len(p.graded), done=len(p.graded))
+    worker = _Worker(p, deadline, clock, shown)
+    pool = ThreadPoolExecutor(max_workers=p.spec.concurrency, thread_name_prefix="ispm-sample")
+    futures: dict[Future[str | None], Pair] = {}
+    outcome: Outcome = "completed"
+    try:
+        futures = {pool.submit(worker, pair): pair for pair in todo}
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, timeout=_POLL_S, return_when=FIRST_COMPLETED)
+            for f in finished:
+                status = f.result()  # a grading error is a harness bug: let it end the run loudly
+                if status is not None:
+                    shown.finished(futures[f], status)
+            if clock() >= deadline:
+                worker.deadline_hit.set()
+    except KeyboardInterrupt:
+        outcome = "interrupted"
+        _stop(worker, pool, p)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        worker.close()
+        shown.end()
+    used = used_s + (clock() - start)
+    _log.info("run.stopped", run=p.run_id, outcome=outcome, used_s=round(used, 3))
+    if outcome == "interrupted":
+        p.journal.append(RunInterrupted(used_s=round(used, 3)))
+        return outcome, used
+    if worker.deadline_hit.is_set() or any(f.result() is None for f in futures):
+        p.journal.append(RunTimedOut(used_s=round(used, 3), limit_s=p.spec.run_limit_s))
+        return "timed_out", used
+    return outcome, used
+
+
+def _stop(worker: _Worker, pool: ThreadPoolExecutor, p: RunPlan) -> None:
+    worker.stop.set()
+    pool.shutdown(wait=False, cancel_futures=True)
+    try:
+        # Removing the run's containers ends the agents now; the workers then return without journaling.
+        p.backend.sweep(p.run_id)
+    except SandboxError as exc:
+        _log.error("run.sweep_failed", run=p.run_id, error=str(exc))

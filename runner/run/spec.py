@@ -1,0 +1,132 @@
+"""The run spec: what one run runs, and what ``--official`` locks to v1.
+
+A spec is written into the journal's first entry, so a resumed run continues with exactly the spec it started
+with. ``official`` checks a spec against CONTRACT.md clause 4 and 6 and the pinned digests; any spec that has
+not passed it is recorded as non-official.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from runner.errors import IspmError
+
+V1_EPOCHS: Final = 5
+V1_CONCURRENCY: Final = 2
+V1_SAMPLE_LIMIT_S: Final = 900.0
+V1_RUN_LIMIT_S: Final = 43_200.0
+
+Calibration = Literal["replay", "null"]
+
+
+class RunError(IspmError):
+    """A run cannot start or continue: a refused official spec, a bad journal, a missing run folder.
+
+    Attributes:
+        problems: every reason, one line each.
+    """
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        self.problems = problems or []
+        detail = "".join(f"\n  - {p}" for p in self.problems)
+        super().__init__(message + detail)
+
+
+class Digests(BaseModel):
+    """What a run's numbers are pinned to."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    world_logical: str
+    """The snapshot's logical digest, from its verified manifest."""
+    world_pinned: str
+    """The world digest the published ground truth was derived from."""
+    task_set: str
+    """sha256 of the task definitions as loaded now."""
+    task_set_pinned: str
+    """The task-set digest the published ground truth names."""
+    ground_truth: str
+    """The published ground truth's own digest."""
+    rubric_set: str
+    """The digest of the rubric set the judges grade with."""
+
+    def problems(self) -> list[str]:
+        """Every way the current world and task set differ from what the ground truth was derived from."""
+        found = []
+        if self.world_logical != self.world_pinned:
+            found.append(f"world logical digest {self.world_logical} is not the pinned {self.world_pinned}")
+        if self.task_set != self.task_set_pinned:
+            found.append(f"task set digest {self.task_set} is not the pinned {self.task_set_pinned}")
+        return found
+
+
+class RunSpec(BaseModel):
+    """One run: agent, models, repetition, limits, task filter and backend."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    version: Literal[1] = 1
+    agent_image: str
+    """The agent image, as given (``replay`` and ``null`` name our own images)."""
+    candidate: str | None = None
+    """The candidate model alias the agent is run against; ``None`` for calibration runs, which use no model."""
+    judges: tuple[str, str]
+    """The two judge slots: ``ref`` / ``ref#N`` for the offline reference judge, else ``provider/model``."""
+    epochs: int = Field(default=V1_EPOCHS, ge=1, le=100)
+    concurrency: int = Field(default=V1_CONCURRENCY, ge=1, le=64)
+    sample_limit_s: float = Field(default=V1_SAMPLE_LIMIT_S, gt=0)
+    """Wall time per sample, enforced from outside the container."""
+    run_limit_s: float = Field(default=V1_RUN_LIMIT_S, gt=0)
+    """Wall time of the whole run, summed over resumes; past it the run has no score at all."""
+    tasks: list[str] | None = None
+    """Only these task ids; ``None`` means the whole task set."""
+    backend: Literal["docker", "local"] = "docker"
+    calibration: Calibration | None = None
+    """``replay``: the replay agent replays gold answers mounted from the run folder; ``null``: the null agent."""
+    official: bool = False
+    """True only when ``official`` accepted the spec."""
+
+    @field_validator("judges")
+    @classmethod
+    def _distinct_judges(cls, value: tuple[str, str]) -> tuple[str, str]:
+        # Two slots with one alias would make their votes indistinguishable in consensus.
+        if value[0] == value[1]:
+            raise ValueError(f"the two judge slots need distinct aliases (use ref#1 and ref#2), got {list(value)}")
+        return value
+
+
+def official(spec: RunSpec, digests: Digests) -> RunSpec:
+    """``spec`` marked official, after checking that every value is v1's and the digests are the pinned ones.
+
+    Raises:
+        RunError: listing every refusal: the local backend, a task filter, a missing candidate or judge,
+            a calibration run, a value that is not v1's, or a world or task digest that does not match.
+    """
+    problems: list[str] = []
+    if spec.backend != "docker":
+        problems.append(f"the {spec.backend} backend isolates nothing; official runs use docker")
+    if spec.tasks is not None:
+        problems.append("a task filter; official runs run every task")
+    if any(not j.strip() for j in spec.judges):
+        problems.append("two judge aliases are required")
+    if any(j.split("#")[0] == "ref" for j in spec.judges):
+        problems.append("the offline reference judge cannot fill an official judge slot; declare two model judges")
+    if not spec.candidate:
+        problems.append("no candidate model")
+    if spec.calibration is not None:
+        problems.append("a calibration run (gold or null answers) is never official")
+    fixed = {
+        "epochs": V1_EPOCHS,
+        "concurrency": V1_CONCURRENCY,
+        "sample_limit_s": V1_SAMPLE_LIMIT_S,
+        "run_limit_s": V1_RUN_LIMIT_S,
+    }
+    for name, value in fixed.items():
+        if getattr(spec, name) != value:
+            problems.append(f"{name} is {getattr(spec, name)}; v1 fixes it at {value}")
+    problems += digests.problems()
+    if problems:
+        raise RunError("this run cannot be official", problems)
+    return spec.model_copy(update={"official": True})

@@ -1,0 +1,269 @@
+"""Start or resume a run: preflight, the journal, the scheduler, then the record next to the journal.
+
+A run folder holds ``journal.jsonl`` (the durable truth), ``record.json`` (built from the journal),
+``log.jsonl`` (JSON logs) and, for gold calibration runs, ``replay/`` (the recordings mounted into samples).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from runner import __version__, log
+from runner.grading.judge import Judge, LLMJudge
+from runner.grading.reference_judge import REFERENCE_ALIAS, ReferenceJudge
+from runner.grading.rubric import RubricSet, load_rubrics
+from runner.paths import tasks_dir, world_dir
+from runner.record.build import build_record, write_record
+from runner.record.model import RunRecord
+from runner.run.journal import (
+    JOURNAL_NAME,
+    Entry,
+    Journal,
+    RunFinished,
+    RunStarted,
+    RunTimedOut,
+    done_pairs,
+    now,
+    read_entries,
+)
+from runner.run.progress import Progress
+from runner.run.recordings import write_recordings
+from runner.run.scheduler import Outcome, RunPlan, execute
+from runner.run.spec import Digests, RunError, RunSpec
+from runner.sandbox.backend import Backend
+from runner.sandbox.trial import make_backend, resolve_image
+from runner.tasks.load import load_tasks
+from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth, task_set_digest
+from runner.world import SNAPSHOT_NAME
+from runner.world.verify import verify
+
+if TYPE_CHECKING:
+    from runner.gateway.server import Gateway
+
+LOG_NAME = "log.jsonl"
+REPLAY_DIR = "replay"
+
+
+class RunResult(BaseModel):
+    """Where a run ended and where its record is."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    run_dir: Path
+    outcome: Outcome
+    record_path: Path
+    record: RunRecord
+
+
+def current_digests(rubrics: RubricSet | None = None) -> Digests:
+    """The digests of the world, task set, ground truth and rubrics as they are now, with the pinned ones.
+
+    Raises:
+        WorldError: the snapshot does not match its own manifest.
+    """
+    manifest = verify(world_dir()).manifest
+    truth = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME)
+    return Digests(
+        world_logical=manifest.logical_digest,
+        world_pinned=truth.world_logical_digest,
+        task_set=task_set_digest(load_tasks(tasks_dir())),
+        task_set_pinned=truth.task_set_digest,
+        ground_truth=truth.ground_truth_digest,
+        rubric_set=(rubrics or load_rubrics()).digest,
+    )
+
+
+def make_judges(aliases: tuple[str, str], rubrics: RubricSet) -> list[Judge]:
+    """A judge per slot: ``ref`` or ``ref#N`` is the offline reference judge, anything else an LLM judge."""
+    return [ReferenceJudge(a, rubrics=rubrics) if _is_reference(a) else LLMJudge(a, rubrics=rubrics) for a in aliases]
+
+
+def resolve_models(spec: RunSpec) -> dict[str, str]:
+    """Preflight: the model id the wire returns for the candidate and each LLM judge (none for ``ref``).
+
+    Raises:
+        PreflightError: a key is missing, an alias is unknown, or a provider does not answer.
+    """
+    models = [a for a in spec.judges if not _is_reference(a)]
+    if spec.candidate and spec.calibration is None:
+        models.insert(0, spec.candidate)
+    if not models:
+        return {}
+    from runner.gateway.preflight import preflight
+
+    return {m.alias: m.returned_model or "" for m in preflight(models)}
+
+
+def image_ids(spec: RunSpec) -> dict[str, str]:
+    """The engine's image id of the agent image, by resolved tag; empty for the local backend.
+
+    An image the engine does not have is left out: its samples fail as ``sandbox_error`` and say why.
+    """
+    if spec.backend != "docker":
+        return {}
+    import docker
+
+    tag = resolve_image(spec.agent_image)
+    try:
+        client = docker.from_env()
+        try:
+            return {tag: str(client.images.get(tag).id)}
+        finally:
+            client.close()
+    except docker.errors.DockerException:
+        return {}
+
+
+def _is_reference(alias: str) -> bool:
+    return alias == REFERENCE_ALIAS or alias.startswith(REFERENCE_ALIAS + "#")
+
+
+def new_run_id() -> str:
+    """``<UTC time>-<6 hex>``: sorts by start time, unique on one machine."""
+    return f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+
+
+def start_run(
+    spec: RunSpec,
+    run_dir: Path | None = None,
+    *,
+    backend: Backend[Any] | None = None,
+    gateway: Gateway | None = None,
+    images: dict[str, str] | None = None,
+    progress: Progress | None = None,
+) -> RunResult:
+    """Run ``spec`` in a new folder (``runs/<run-id>/`` by default) and write its record.
+
+    Raises:
+        RunError: the folder already holds a journal, or the filter names unknown tasks.
+        WorldError: the snapshot does not match its manifest.
+    """
+    run_id = new_run_id()
+    folder = run_dir or Path("runs") / run_id
+    if (folder / JOURNAL_NAME).exists():
+        raise RunError(f"{folder} already holds a run; resume it with `ispm run --resume {folder}`")
+    folder.mkdir(parents=True, exist_ok=True)
+    rubrics = load_rubrics()
+    started = RunStarted(
+        run_id=run_id,
+        spec=spec,
+        digests=current_digests(rubrics),
+        images=images if images is not None else image_ids(spec),
+        runner_version=__version__,
+        resolved_models=resolve_models(spec) if gateway is None else {},
+    )
+    return _go(folder, started, [], backend, gateway, progress, rubrics)
+
+
+def resume_run(
+    run_dir: Path,
+    *,
+    backend: Backend[Any] | None = None,
+    gateway: Gateway | None = None,
+    progress: Progress | None = None,
+) -> RunResult:
+    """Continue the run in ``run_dir`` with its own spec, skipping every sample already graded.
+
+    A run that already finished or timed out is not run again; its record is rebuilt.
+
+    Raises:
+        RunError: no journal there, or the journal is damaged.
+    """
+    entries = read_entries(run_dir / JOURNAL_NAME)
+    starts = [e for e in entries if isinstance(e, RunStarted)]
+    if not starts:
+        raise RunError(f"{run_dir / JOURNAL_NAME} has no run_started entry")
+    if any(isinstance(e, RunFinished | RunTimedOut) for e in entries):
+        return _finish(run_dir, "timed_out" if _timed_out(entries) else "completed")
+    rubrics = load_rubrics()
+    digests = current_digests(rubrics)
+    if digests != starts[0].digests:
+        # Half a run graded against one world or rubric set and half against another has no meaning.
+        raise RunError(f"the world, tasks or rubrics changed since {run_dir} started; start a new run")
+    started = starts[0].model_copy(
+        update={"ts": now(), "resumed": True, "used_s": round(_used(entries, starts[-1]), 3)}
+    )
+    return _go(run_dir, started, entries, backend, gateway, progress, rubrics)
+
+
+def _timed_out(entries: list[Entry]) -> bool:
+    return any(isinstance(e, RunTimedOut) for e in entries)
+
+
+def _used(entries: list[Entry], last: RunStarted) -> float:
+    # Time of the last attempt up to its last durable entry: a kill -9 leaves no end entry to say it.
+    after = entries[entries.index(last) :]
+    span = datetime.fromisoformat(after[-1].ts) - datetime.fromisoformat(last.ts)
+    return last.used_s + max(0.0, span.total_seconds())
+
+
+def _go(
+    folder: Path,
+    started: RunStarted,
+    entries: list[Entry],
+    backend: Backend[Any] | None,
+    gateway: Gateway | None,
+    progress: Progress | None,
+    rubrics: RubricSet,
+) -> RunResult:
+    spec = started.spec
+    log.configure(folder / LOG_NAME)
+    # The Docker SDK and urllib3 log every API call at DEBUG: thousands of lines a run that say nothing.
+    for noisy in ("docker", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    tasks = {t.id: t for t in load_tasks(tasks_dir())}
+    truths = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME).tasks
+    wanted = spec.tasks if spec.tasks is not None else sorted(tasks)
+    unknown = sorted(set(wanted) - set(tasks))
+    if unknown:
+        raise RunError(f"no such tasks: {unknown}; see `ispm tasks list`")
+    replay_dir = None
+    if spec.calibration == "replay":
+        replay_dir = write_recordings([tasks[t] for t in wanted], truths, folder / REPLAY_DIR)
+    finished, graded = done_pairs(entries)
+    own_gateway = None
+    if gateway is None and spec.candidate and spec.calibration is None:
+        from runner.gateway.server import Gateway
+
+        # The agent reaches its model only through this host-side gateway, which also counts its tokens.
+        own_gateway = gateway = Gateway(spec.candidate)
+    runner = backend or make_backend(spec.backend)
+    try:
+        with Journal(folder / JOURNAL_NAME) as journal:
+            journal.append(started)
+            plan = RunPlan(
+                run_id=started.run_id,
+                spec=spec,
+                image=resolve_image(spec.agent_image),
+                tasks={t: tasks[t] for t in wanted},
+                truths=truths,
+                backend=runner,
+                judges=make_judges(spec.judges, rubrics),
+                world_file=world_dir() / SNAPSHOT_NAME,
+                journal=journal,
+                replay_dir=replay_dir,
+                gateway=gateway,
+                finished=finished,
+                graded=graded,
+            )
+            outcome, used = execute(plan, used_s=started.used_s, progress=progress)
+            if outcome == "completed":
+                journal.append(RunFinished(used_s=round(used, 3)))
+    finally:
+        if backend is None:
+            runner.close()
+        if own_gateway is not None:
+            own_gateway.close()
+    return _finish(folder, outcome)
+
+
+def _finish(folder: Path, outcome: Outcome) -> RunResult:
+    record = build_record(read_entries(folder / JOURNAL_NAME), load_tasks(tasks_dir()))
+    path = write_record(folder, record)
+    return RunResult(run_dir=folder, outcome=outcome, record_path=path, record=record)

@@ -1,0 +1,49 @@
+"""`ispm run` and `ispm demo` through the real CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from runner.cli import main
+
+
+def test_official_run_refuses_what_v1_does_not_allow(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, [
+        "run", "--agent-image", "null", "--judge", "ref#1", "--judge", "ref#2", "--backend", "local",
+        "--task", "ispm-001", "--epochs", "1", "--official", "--run-dir", str(tmp_path / "run"),
+    ])  # fmt: skip
+    assert result.exit_code == 1
+    for problem in (
+        "the local backend isolates nothing",
+        "a task filter",
+        "no candidate model",
+        "epochs is 1; v1 fixes it at 5",
+        "the offline reference judge cannot fill an official judge slot",
+    ):
+        assert problem in result.output
+    assert not (tmp_path / "run").exists(), "a refused run leaves nothing behind"
+
+
+def test_run_needs_two_judges() -> None:
+    result = CliRunner().invoke(main, ["run", "--agent-image", "null", "--judge", "ref"])
+    assert result.exit_code == 2
+    assert "give exactly two --judge options, got 1" in result.output
+
+
+@pytest.mark.docker
+def test_demo_gold_and_null_on_two_tasks(tmp_path: Path) -> None:
+    for agent, expected in (("replay", 1.0), ("null", 0.0)):
+        run_dir = tmp_path / agent
+        result = CliRunner().invoke(
+            main, ["demo", "--agent", agent, "--task", "ispm-001", "--task", "ispm-060", "--run-dir", str(run_dir)]
+        )
+        assert result.exit_code == 0, result.output
+        assert "completed (non-official)" in result.output
+        assert f"record: {run_dir / 'record.json'}" in result.output
+        record = json.loads((run_dir / "record.json").read_text())
+        assert record["calibration"] is not None and record["official"] is False
+        assert record["scores"]["dimensions"]["answer_correctness"]["mean"] == expected
