@@ -9,7 +9,7 @@ import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from pydantic import BaseModel
@@ -17,6 +17,9 @@ from pydantic import BaseModel
 from runner import __version__, log
 from runner.errors import IspmError, WorldError
 from runner.paths import world_dir
+
+if TYPE_CHECKING:
+    from runner.run.start import RunResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -454,20 +457,8 @@ def grade_command(sample_path: Path, judges: tuple[str, ...], as_json: bool) -> 
     if as_json:
         _print_json(result)
         return
-    e = result.entities
-    state = "graded" if result.graded else f"not graded: {result.failure}"
-    click.echo(f"{result.task_id} epoch {result.epoch}: {state}")
-    click.echo(f"verdict {result.verdict.verdict} (expected {result.verdict.expected})")
-    click.echo(
-        f"entities recall {e.recall} precision {e.precision} ({len(e.matched)}/{e.truth_count}, {len(e.extra)} extra)"
-    )
-    if result.replay is not None:
-        r = result.replay
-        click.echo(f"replay {r.ok} ok, {r.errors} failed, {r.refused} refused, {r.log_mismatches} log mismatches")
-    if result.coverage is not None:
-        click.echo(f"coverage tables {result.coverage.table_recall} joins {result.coverage.join_recall}")
-    for v in result.votes:
-        click.echo(f"{v.judge:<24} {v.dimension:<32} {v.grade:<10} {v.rationale}")
+    for line in result.summary_lines():
+        click.echo(line)
 
 
 # --------------------------------------------------------------------------------------- sandbox
@@ -512,7 +503,7 @@ def sandbox_try(
 
     Example: ispm sandbox try --image ispm/my-agent:dev --task ispm-001 --json
     """
-    from runner.sandbox.trial import try_sample
+    from runner.sandbox.trial import sample_summary, try_sample
 
     out = try_sample(
         image,
@@ -524,25 +515,8 @@ def sandbox_try(
     if as_json:
         _print_json(out)
     else:
-        click.echo(f"{out.task_id} epoch {out.epoch}: {out.status}" + (f": {out.error}" if out.error else ""))
-        click.echo(f"exit code {out.exit_code}, oom killed {str(out.oom_killed).lower()}")
-        if out.answer is not None:
-            verdict = out.answer.verdict or "-"
-            click.echo(
-                f"answer: verdict {verdict}, {len(out.answer.evidence)} evidence items, "
-                f"{len(out.answer.queries)} queries, {len(out.answer.response)} characters of response"
-            )
-        click.echo(f"query log: {len(out.queries)} entries; trace: {len(out.trace)} entries")
-        for note in out.notes:
-            click.echo(f"note: {note}")
-        t = out.timings
-        click.echo(
-            f"timings (s): create {t.create:.3f}, start {t.start:.3f}, agent {t.agent:.3f}, "
-            f"collect {t.collect:.3f}, remove {t.remove:.3f}"
-        )
-        for name, tail in (("stdout", out.stdout_tail), ("stderr", out.stderr_tail)):
-            if tail.strip():
-                click.echo(f"--- {name} (tail) ---\n{tail.rstrip()}")
+        for line in sample_summary(out):
+            click.echo(line)
     if out.status != "ok":
         raise click.exceptions.Exit(1)
 
@@ -708,22 +682,9 @@ def demo_command(agent: str, epochs: int, concurrency: int, task_ids: tuple[str,
     _print_run_result(result)
 
 
-def _print_run_result(result: Any) -> None:
-    record = result.record
-    click.echo(f"run {record.run_id}: {record.status} ({'official' if record.official else 'non-official'})")
-    click.echo(f"samples graded {record.samples_graded}/{record.samples_planned} in {record.run_s:.1f} s")
-    if record.scores is not None:
-        for dim, s in record.scores.dimensions.items():
-            mean = "n/a" if s.mean is None else f"{s.mean:.3f}"
-            click.echo(f"  {dim:<32} {mean:>6}  ({s.graded} graded, {s.abstained} abstained)")
-    elif record.status == "timed_out":
-        click.echo("the run limit passed: no score")
-    else:
-        click.echo(f"stopped; continue with: ispm run --resume {result.run_dir}")
-    failed = {k: v for k, v in record.failures.items() if v}
-    if failed:
-        click.echo(f"failures: {failed}")
-    click.echo(f"record: {result.record_path}")
+def _print_run_result(result: RunResult) -> None:
+    for line in result.summary_lines():
+        click.echo(line)
 
 
 # --------------------------------------------------------------------------------------- schema

@@ -47,3 +47,25 @@ def test_demo_gold_and_null_on_two_tasks(tmp_path: Path) -> None:
         record = json.loads((run_dir / "record.json").read_text())
         assert record["calibration"] is not None and record["official"] is False
         assert record["scores"]["dimensions"]["answer_correctness"]["mean"] == expected
+
+
+@pytest.mark.docker
+def test_sandbox_try_prints_the_collected_sample() -> None:
+    result = CliRunner().invoke(main, ["sandbox", "try", "--image", "null", "--task", "ispm-001"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "ispm-001 epoch 1: ok"
+    assert lines[1] == "exit code 0, oom killed false"
+    assert lines[2] == "answer: verdict -, 0 evidence items, 0 queries, 0 characters of response"
+    assert lines[3] == "query log: 0 entries; trace: 0 entries"
+    assert lines[4].startswith("timings (s): create ")
+    result = CliRunner().invoke(main, ["sandbox", "try", "--image", "null", "--task", "ispm-001", "--json"])
+    assert json.loads(result.stdout)["status"] == "ok"
+
+
+def test_schema_answer_is_the_contract_model() -> None:
+    from runner.contract import Answer
+
+    result = CliRunner().invoke(main, ["schema", "answer"])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == Answer.model_json_schema()

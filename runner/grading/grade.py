@@ -128,6 +128,24 @@ class SampleGrade(BaseModel):
         """The plain votes, as ``consensus`` takes them."""
         return [v.to_vote() for v in self.votes]
 
+    def summary_lines(self) -> list[str]:
+        """What ``ispm grade`` prints: the deterministic checks, then one line per vote."""
+        e = self.entities
+        state = "graded" if self.graded else f"not graded: {self.failure}"
+        lines = [
+            f"{self.task_id} epoch {self.epoch}: {state}",
+            f"verdict {self.verdict.verdict} (expected {self.verdict.expected})",
+            f"entities recall {e.recall} precision {e.precision} ({len(e.matched)}/{e.truth_count}, "
+            f"{len(e.extra)} extra)",
+        ]
+        if self.replay is not None:
+            r = self.replay
+            lines.append(f"replay {r.ok} ok, {r.errors} failed, {r.refused} refused, {r.log_mismatches} log mismatches")
+        if self.coverage is not None:
+            lines.append(f"coverage tables {self.coverage.table_recall} joins {self.coverage.join_recall}")
+        lines += [f"{v.judge:<24} {v.dimension:<32} {v.grade:<10} {v.rationale}" for v in self.votes]
+        return lines
+
 
 def grade_sample(
     task: Task,

@@ -60,6 +60,27 @@ class RunResult(BaseModel):
     record_path: Path
     record: RunRecord
 
+    def summary_lines(self) -> list[str]:
+        """What the CLI prints when a run stops: status, per-dimension means or why there is no score."""
+        record = self.record
+        lines = [
+            f"run {record.run_id}: {record.status} ({'official' if record.official else 'non-official'})",
+            f"samples graded {record.samples_graded}/{record.samples_planned} in {record.run_s:.1f} s",
+        ]
+        if record.scores is not None:
+            for dim, s in record.scores.dimensions.items():
+                mean = "n/a" if s.mean is None else f"{s.mean:.3f}"
+                lines.append(f"  {dim:<32} {mean:>6}  ({s.graded} graded, {s.abstained} abstained)")
+        elif record.status == "timed_out":
+            lines.append("the run limit passed: no score")
+        else:
+            lines.append(f"stopped; continue with: ispm run --resume {self.run_dir}")
+        failed = {k: v for k, v in record.failures.items() if v}
+        if failed:
+            lines.append(f"failures: {failed}")
+        lines.append(f"record: {self.record_path}")
+        return lines
+
 
 def current_digests(rubrics: RubricSet | None = None) -> Digests:
     """The digests of the world, task set, ground truth and rubrics as they are now, with the pinned ones.

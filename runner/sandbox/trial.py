@@ -99,3 +99,27 @@ def sweep_sandbox(run_id: str | None = None, *, orphans_only: bool = False) -> S
     from runner.sandbox.docker import sweep
 
     return sweep(run_id=run_id, orphans_only=orphans_only)
+
+
+def sample_summary(out: SampleOutput) -> list[str]:
+    """The human lines ``ispm sandbox try`` prints for one collected sample."""
+    lines = [
+        f"{out.task_id} epoch {out.epoch}: {out.status}" + (f": {out.error}" if out.error else ""),
+        f"exit code {out.exit_code}, oom killed {str(out.oom_killed).lower()}",
+    ]
+    if out.answer is not None:
+        lines.append(
+            f"answer: verdict {out.answer.verdict or '-'}, {len(out.answer.evidence)} evidence items, "
+            f"{len(out.answer.queries)} queries, {len(out.answer.response)} characters of response"
+        )
+    lines.append(f"query log: {len(out.queries)} entries; trace: {len(out.trace)} entries")
+    lines += [f"note: {note}" for note in out.notes]
+    t = out.timings
+    lines.append(
+        f"timings (s): create {t.create:.3f}, start {t.start:.3f}, agent {t.agent:.3f}, "
+        f"collect {t.collect:.3f}, remove {t.remove:.3f}"
+    )
+    for name, tail in (("stdout", out.stdout_tail), ("stderr", out.stderr_tail)):
+        if tail.strip():
+            lines.append(f"--- {name} (tail) ---\n{tail.rstrip()}")
+    return lines
