@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/gateway.py
 	$(BIN)/python bench/grading.py
 	$(BIN)/python bench/sandbox.py
+	$(BIN)/python bench/analytics.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
