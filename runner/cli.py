@@ -742,6 +742,57 @@ def analytics_command(
         click.echo("\t".join("" if v is None else str(v) for v in row))
 
 
+# --------------------------------------------------------------------------------------- audit
+@main.command("audit")
+@click.argument("target", type=click.Path(exists=True, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the audit report as JSON.")
+@_errors_to_exit
+def audit_command(target: Path, as_json: bool) -> None:
+    """Recompute every number of a run folder or bundle from its raw journal; exit 1 naming every difference.
+
+    Example: ispm audit runs/<run-id>
+    """
+    from runner.record.audit import audit
+
+    report = audit(target)
+    log.get(__name__).info("run.audited", source=str(target), ok=report.ok, problems=report.problems)
+    if as_json:
+        _print_json(report)
+    else:
+        for note in report.notes:
+            click.echo(f"note: {note}")
+        checked = ", ".join(f"{name} {count}" for name, count in sorted(report.checks.items()))
+        if report.ok:
+            click.echo(f"ok: run {report.run_id} recomputes exactly ({checked})")
+        else:
+            for problem in report.problems:
+                click.echo(f"  - {problem}", err=True)
+            click.echo(f"FAILED: {len(report.problems)} problem(s) in {target}", err=True)
+    if not report.ok:
+        raise SystemExit(1)
+
+
+@main.command("bundle")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write the archive (default: <run-id>.tar.gz beside the run folder).",
+)
+@_errors_to_exit
+def bundle_command(run_dir: Path, out: Path | None) -> None:
+    """Write a run folder as one deterministic tar.gz with a sha256 for every file in MANIFEST.json.
+
+    Example: ispm bundle runs/<run-id> -o submission.tar.gz
+    """
+    from runner.record.bundle import bundle, default_bundle_path
+
+    path = bundle(run_dir, out or default_bundle_path(run_dir))
+    log.get(__name__).info("run.bundled", run_dir=str(run_dir), bundle=str(path))
+    click.echo(str(path))
+
+
 # --------------------------------------------------------------------------------------- schema
 @main.group()
 def schema() -> None:

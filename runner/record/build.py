@@ -10,12 +10,15 @@ from math import comb
 from pathlib import Path
 
 from runner.grading.consensus import Consensus, consensus
-from runner.grading.grades import ABSTAIN, DIMENSIONS, Dimension, Grade, score
+from runner.grading.grades import ABSTAIN, DIMENSIONS, Dimension, Grade, Vote, score
 from runner.grading.judge import JudgeVote
+from runner.record import stats
 from runner.record.model import (
     FAILURE_KINDS,
     RECORD_NAME,
     DimensionScore,
+    InterJudge,
+    Reliability,
     RunRecord,
     RunStatus,
     SampleRecord,
@@ -79,7 +82,11 @@ def build_record(entries: Sequence[Entry], tasks: Iterable[Task]) -> RunRecord:
     votes = [v for s in samples for v in s.votes]
     scores = None
     if status == "completed":
-        scores = _scores([by_id[t] for t in planned_ids], consensus(v.to_vote() for v in votes), first.spec.epochs)
+        raw = [v.to_vote() for v in votes]
+        # A broken sample's votes are recorded ``incorrect`` without asking a judge: they count in the consensus,
+        # but two judges "agreeing" on them says nothing about the judges, so inter-judge statistics skip them.
+        judged = [v.to_vote() for s in samples if s.graded for v in s.votes]
+        scores = _scores([by_id[t] for t in planned_ids], consensus(raw), first.spec.epochs, raw, judged)
     return RunRecord(
         run_id=first.run_id,
         status=status,
@@ -208,7 +215,9 @@ def pass_hat_k(correct_epochs: Sequence[int], epochs: int, k: int) -> float | No
     return sum(comb(c, k) / comb(epochs, k) for c in correct_epochs) / len(correct_epochs)
 
 
-def _scores(tasks: Sequence[Task], results: Sequence[Consensus], epochs: int) -> Scores:
+def _scores(
+    tasks: Sequence[Task], results: Sequence[Consensus], epochs: int, votes: Sequence[Vote], judged: Sequence[Vote]
+) -> Scores:
     by_task: dict[str, dict[Dimension, Consensus]] = defaultdict(dict)
     for c in results:
         by_task[c.task_id][c.dimension] = c
@@ -253,5 +262,49 @@ def _scores(tasks: Sequence[Task], results: Sequence[Consensus], epochs: int) ->
         strict_success_rate=sum(strict) / len(strict) if strict else None,
         breakdowns={a: {k: dimension_score(v) for k, v in sorted(vals.items())} for a, vals in sorted(axes.items())},
         pass_hat_k={k: pass_hat_k(correct, epochs, k) for k in PASS_K},
+        reliability=_reliability(rows, votes, judged),
         tasks=rows,
+    )
+
+
+def _reliability(rows: Sequence[TaskResult], votes: Sequence[Vote], judged: Sequence[Vote]) -> Reliability:
+    """The statistics of ``runner.record.stats`` over the consensus rows and the votes behind them.
+
+    ``votes`` are every recorded vote (agreement, CIs and abstention rates); ``judged`` are the votes of samples
+    a judge actually graded (inter-judge statistics).
+    """
+    by_dim: dict[Dimension, list[Vote]] = defaultdict(list)
+    judged_by_dim: dict[Dimension, list[Vote]] = defaultdict(list)
+    by_judge: dict[str, list[Grade]] = defaultdict(list)
+    for v in votes:
+        by_dim[v.dimension].append(v)
+        by_judge[v.judge].append(v.grade)
+    for v in judged:
+        judged_by_dim[v.dimension].append(v)
+    dims = [d for d in DIMENSIONS if by_dim[d]]
+    inter = {}
+    for d in dims:
+        grouped = stats.units(judged_by_dim[d])
+        pairs = stats.judge_pairs(grouped)
+        alpha = stats.krippendorff_alpha_ordinal([list(u.values()) for u in grouped.values()])
+        inter[d] = InterJudge(alpha=alpha, kappa=stats.quadratic_kappa(pairs), pairs=len(pairs))
+    # One column per statistic, one value per task in the rows' (sorted) order, so every CI sees the same draws.
+    columns: dict[str, list[float | None]] = {
+        d: [score(r.grades[d]) if d in r.grades else None for r in rows] for d in dims
+    }
+    strict = "strict_success"  # not a Dimension, so it cannot collide with one
+    columns[strict] = [None if r.strict_success is None else float(r.strict_success) for r in rows]
+    cis = stats.bootstrap_cis(columns)
+    rates = {d: stats.abstention_rate(v.grade for v in by_dim[d]) for d in dims}
+    return Reliability(
+        agreement={d: stats.mean_agreement((r.epochs[d], r.grades[d]) for r in rows if d in r.grades) for d in dims},
+        inter_judge=inter,
+        ci={d: cis[d] for d in dims},
+        strict_success_ci=cis[strict],
+        abstention={d: rate for d, rate in rates.items() if rate is not None},
+        abstention_by_judge={
+            j: rate for j in sorted(by_judge) if (rate := stats.abstention_rate(by_judge[j])) is not None
+        },
+        resamples=stats.BOOTSTRAP_RESAMPLES,
+        seed=stats.BOOTSTRAP_SEED,
     )

@@ -59,6 +59,38 @@ class TaskResult(_Model):
     """Every non-abstaining dimension ``correct``; ``None`` when every dimension abstained."""
 
 
+class InterJudge(_Model):
+    """Agreement between the judges on one dimension, over the ordinal scale incorrect < partial < correct."""
+
+    alpha: float | None
+    """Krippendorff's alpha, ordinal metric; ``None`` when undefined (see ``runner.record.stats``)."""
+    kappa: float | None
+    """Quadratic-weighted Cohen's kappa over judge pairs; ``None`` when undefined."""
+    pairs: int
+    """Pairs of real (non-abstaining) grades by two judges on the same task and epoch."""
+
+
+class Reliability(_Model):
+    """Reliability and consistency statistics, recomputable from the journal (docs/scoring.md)."""
+
+    agreement: dict[Dimension, float | None]
+    """Per-task agreement across epochs: the share of a task's real epoch grades equal to its consensus, averaged
+    over tasks."""
+    inter_judge: dict[Dimension, InterJudge]
+    ci: dict[Dimension, tuple[float, float] | None]
+    """Bootstrap 95% CI (percentile, tasks resampled) of each dimension's mean."""
+    strict_success_ci: tuple[float, float] | None
+    """The same CI for the strict success rate."""
+    abstention: dict[Dimension, float]
+    """Share of raw judge votes that abstained, per dimension."""
+    abstention_by_judge: dict[str, float]
+    """Share of each judge's raw votes that abstained, over every dimension."""
+    resamples: int
+    """Bootstrap resamples drawn."""
+    seed: int
+    """The bootstrap's seed, so anyone can redraw the same resamples."""
+
+
 class Scores(_Model):
     """The aggregate numbers. Present only on a completed run."""
 
@@ -71,6 +103,9 @@ class Scores(_Model):
     pass_hat_k: dict[int, float | None]
     """pass^k on ``answer_correctness``, k = 1..5: the chance that k epochs drawn without replacement are all
     ``correct``, averaged over tasks; ``None`` when the run has fewer than k epochs."""
+    reliability: Reliability | None = None
+    """Agreement, inter-judge reliability, CIs and abstention, withheld with the rest of the score. Records written
+    before it existed load with None."""
     tasks: list[TaskResult]
 
 

@@ -1,0 +1,150 @@
+"""``audit`` and ``bundle``: a clean run audits ok, and each kind of tampering is caught and located.
+
+One real calibration run (Docker, 2 tasks x 2 epochs) is made per module; each test tampers with its own copy.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from runner.record.audit import AuditError, audit
+from runner.record.bundle import MANIFEST_NAME, BundleError, bundle
+from runner.run.calibration import run_calibration
+from runner.run.journal import JOURNAL_NAME
+
+TASKS = ["ispm-001", "ispm-010"]
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run_dir = tmp_path_factory.mktemp("audit") / "run"
+    run_calibration("replay", tasks=TASKS, epochs=2, run_dir=run_dir)
+    return run_dir
+
+
+@pytest.fixture()
+def run_copy(finished_run: Path, tmp_path: Path) -> Path:
+    target = tmp_path / finished_run.name
+    shutil.copytree(finished_run, target)
+    return target
+
+
+def _tamper_first_vote(journal: Path) -> int:
+    """Flip the first vote's grade in place; return the line number it was on."""
+    lines = journal.read_text(encoding="utf-8").splitlines(keepends=True)
+    for number, line in enumerate(lines, start=1):
+        entry = json.loads(line)
+        if entry["kind"] == "sample_graded":
+            vote = entry["votes"][0]
+            vote["grade"] = "incorrect" if vote["grade"] == "correct" else "correct"
+            lines[number - 1] = json.dumps(entry) + "\n"
+            journal.write_text("".join(lines), encoding="utf-8")
+            return number
+    raise AssertionError("no sample_graded entry")
+
+
+@pytest.mark.docker
+def test_a_clean_run_audits_ok(finished_run: Path) -> None:
+    report = audit(finished_run)
+    assert report.ok, report.problems
+    assert report.checks["record_fields"] > 0
+    assert report.checks["consensus_cells"] >= len(TASKS) * 2
+    assert report.checks["replayed_queries"] > 0
+    assert any("coverage" in n for n in report.notes)
+
+
+@pytest.mark.docker
+def test_one_tampered_vote_is_caught(run_copy: Path) -> None:
+    _tamper_first_vote(run_copy / JOURNAL_NAME)
+    report = audit(run_copy)
+    assert not report.ok
+    assert any(p.startswith("record: samples[") and ".grade" in p for p in report.problems), report.problems
+
+
+@pytest.mark.docker
+def test_an_edited_record_is_caught_with_its_json_path(run_copy: Path) -> None:
+    path = run_copy / "record.json"
+    record = json.loads(path.read_text())
+    record["scores"]["dimensions"]["answer_correctness"]["mean"] = 0.95
+    path.write_text(json.dumps(record, indent=2))
+    report = audit(run_copy)
+    assert not report.ok
+    assert "record: scores.dimensions.answer_correctness.mean: 0.95 != 1.0" in report.problems
+
+
+@pytest.mark.docker
+def test_a_damaged_and_a_torn_journal_line_are_named_by_number(run_copy: Path) -> None:
+    journal = run_copy / JOURNAL_NAME
+    lines = journal.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[1] = lines[1].replace('"kind"', '"kinx"', 1)
+    journal.write_text("".join(lines) + '{"kind": "run_fin', encoding="utf-8")
+    report = audit(run_copy)
+    assert any(p.startswith("journal: line 2: not a journal entry") for p in report.problems), report.problems
+    assert f"journal: line {len(lines) + 1}: unterminated last line (torn write)" in report.problems
+
+
+@pytest.mark.docker
+def test_a_bundle_round_trip_audits_ok_and_is_deterministic(finished_run: Path, tmp_path: Path) -> None:
+    first = bundle(finished_run, tmp_path / "a.tar.gz")
+    second = bundle(finished_run, tmp_path / "b.tar.gz")
+    assert first.read_bytes() == second.read_bytes()
+    with tarfile.open(first) as tar:
+        names = tar.getnames()
+        assert names[0] == MANIFEST_NAME and names[1:] == sorted(names[1:])
+        assert all(m.mtime == 0 and m.uid == 0 and m.gid == 0 for m in tar.getmembers())
+    report = audit(first)
+    assert report.ok, report.problems
+    assert report.checks["bundle_files"] == len(names) - 1
+
+
+@pytest.mark.docker
+def test_a_file_modified_inside_a_bundle_is_named(finished_run: Path, tmp_path: Path) -> None:
+    original = bundle(finished_run, tmp_path / "run.tar.gz")
+    tampered = tmp_path / "tampered.tar.gz"
+    with tarfile.open(original) as src, tarfile.open(tampered, "w:gz") as dst:
+        for member in src.getmembers():
+            data = src.extractfile(member).read()  # type: ignore[union-attr]
+            if member.name.endswith("/log.jsonl"):
+                data += b'{"event": "inserted"}\n'
+                member.size = len(data)
+            dst.addfile(member, io.BytesIO(data))
+    report = audit(tampered)
+    assert not report.ok
+    assert report.problems == [f"bundle: log.jsonl was modified: its sha256 differs from {MANIFEST_NAME}"]
+
+
+def test_unreadable_input_raises_audit_error(tmp_path: Path) -> None:
+    with pytest.raises(AuditError):
+        audit(tmp_path / "nothing-here")
+    with pytest.raises(AuditError):
+        audit(tmp_path)  # a folder without a journal
+    junk = tmp_path / "junk.tar.gz"
+    junk.write_bytes(b"not an archive")
+    with pytest.raises(AuditError):
+        audit(junk)
+
+
+def test_bundling_a_missing_or_empty_folder_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(BundleError):
+        bundle(tmp_path / "missing", tmp_path / "out.tar.gz")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(BundleError):
+        bundle(tmp_path / "empty", tmp_path / "out.tar.gz")
+
+
+@pytest.mark.docker
+def test_a_record_with_the_wrong_shapes_is_reported_not_crashed_on(run_copy: Path) -> None:
+    path = run_copy / "record.json"
+    record = json.loads(path.read_text())
+    record["scores"]["tasks"][0]["grades"] = "all correct"
+    record["digests"] = None
+    path.write_text(json.dumps(record))
+    report = audit(run_copy)
+    assert any(p.startswith("consensus: ispm-001 ") for p in report.problems), report.problems
+    assert "digests: record.json has no digests" in report.problems
