@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test lint world world-verify images images-prune bench clean
+.PHONY: venv demo official-run official-env test lint world world-verify images images-prune bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,21 @@ images-prune: $(STAMP)
 # Calibration, not an official run: every task in Docker, gold replay, ref judge in both slots, 1 epoch.
 demo: $(STAMP) images
 	$(BIN)/ispm demo
+
+official-env:
+	@m=0; \
+	[ -n "$(AGENT_IMAGE)" ] || { echo "AGENT_IMAGE is not set: export AGENT_IMAGE=<your agent image, e.g. ispm/agent-reference:latest>"; m=2; }; \
+	[ -n "$(CANDIDATE)" ] || { echo "CANDIDATE is not set: export CANDIDATE=<provider/model under test, e.g. openai/gpt-4.1>"; m=2; }; \
+	[ -n "$(JUDGE_A)" ] || { echo "JUDGE_A is not set: export JUDGE_A=<first judge, e.g. anthropic/claude-sonnet-4-6>"; m=2; }; \
+	[ -n "$(JUDGE_B)" ] || { echo "JUDGE_B is not set: export JUDGE_B=<second judge, e.g. openai/gpt-4.1>"; m=2; }; \
+	exit $$m
+
+# The official protocol: 127 tasks x 5 epochs, two model judges, concurrency 2, 15 min per sample, 12 h per run.
+# Provider keys come from the usual variables (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...); preflight names a missing one.
+official-run: official-env $(STAMP) images
+	$(BIN)/ispm preflight --candidate "$(CANDIDATE)" --judge "$(JUDGE_A)" --judge "$(JUDGE_B)"
+	$(BIN)/ispm run --official --agent-image "$(AGENT_IMAGE)" --candidate "$(CANDIDATE)" \
+	    --judge "$(JUDGE_A)" --judge "$(JUDGE_B)"
 
 test: $(STAMP) images
 	$(BIN)/python -m pytest -q
