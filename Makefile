@@ -65,6 +65,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/grading.py
 	$(BIN)/python bench/sandbox.py
 	$(BIN)/python bench/analytics.py
+	$(BIN)/python bench/run.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
