@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from runner.paths import tasks_dir, world_dir
+from runner.sandbox.images import ImageRef, ensure_images
 from runner.world.digest import open_readonly
 
 
@@ -50,3 +51,9 @@ def _logs_to_a_temp_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
         os.environ.pop("ISPM_LOG_FILE", None)
     else:
         os.environ["ISPM_LOG_FILE"] = previous
+
+
+@pytest.fixture(scope="session")
+def refs() -> dict[str, ImageRef]:
+    """The sandbox images, built once per test session (reused when their input digest is unchanged)."""
+    return ensure_images()

@@ -33,7 +33,7 @@ from runner.contract import SampleOutput
 from runner.paths import tasks_dir, world_dir
 from runner.sandbox.backend import LABEL_RUN, SampleSpec
 from runner.sandbox.docker import DockerBackend
-from runner.sandbox.images import ImageRef, ensure_images
+from runner.sandbox.images import ImageRef
 from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
 from runner.tasks.truth import GROUND_TRUTH_NAME, GroundTruth, load_ground_truth
@@ -63,11 +63,6 @@ PRELUDE = textwrap.dedent(
         sys.exit(0 if "ok" in forbidden else 1)
     """
 )
-
-
-@pytest.fixture(scope="module")
-def refs() -> dict[str, ImageRef]:
-    return ensure_images()
 
 
 @pytest.fixture(scope="module")

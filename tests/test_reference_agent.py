@@ -31,7 +31,7 @@ from runner.gateway.server import Gateway, SampleUsage
 from runner.paths import tasks_dir, world_dir
 from runner.sandbox.backend import SampleSpec, gateway_link
 from runner.sandbox.docker import DockerBackend
-from runner.sandbox.images import ImageRef, ensure_images, images_dir
+from runner.sandbox.images import ImageRef, images_dir
 from runner.sandbox.local import LocalBackend
 from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
@@ -49,11 +49,6 @@ SUBMITTED = {
     "evidence": [{"vendor": "okta", "kind": "account", "identifier": "00u-scripted", "fact": "It is scripted."}],
     "queries": [SQL],
 }
-
-
-@pytest.fixture(scope="module")
-def refs() -> dict[str, ImageRef]:
-    return ensure_images()
 
 
 @pytest.fixture(scope="module")

@@ -41,7 +41,7 @@ from runner.sandbox.backend import (
 )
 from runner.sandbox.collect import CollectLimits, OutputFile, files_from_dir, parse_queries, validate_answer
 from runner.sandbox.docker import DockerBackend, sweep
-from runner.sandbox.images import ImageRef, ensure_images
+from runner.sandbox.images import ImageRef
 from runner.sandbox.local import LocalBackend
 from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
@@ -53,11 +53,6 @@ REPLAY_QUERIES = [
     "SELECT count(*) AS n FROM okta_users",
     "SELECT id, status FROM hibob_people ORDER BY id LIMIT 3",
 ]
-
-
-@pytest.fixture(scope="module")
-def refs() -> dict[str, ImageRef]:
-    return ensure_images()
 
 
 @pytest.fixture(scope="module")
