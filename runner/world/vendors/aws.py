@@ -8,7 +8,7 @@ from datetime import date, datetime, timedelta
 
 from runner.world.org import AS_OF, Org, Person, Row, Rows, at, ts
 from runner.world.schema import Table, col, fk
-from runner.world.vendors.okta import OktaUser
+from runner.world.vendors.okta import AWS_PUSHED_GROUPS, OktaUser
 
 ACCOUNTS = (
     ("204861379512", "corvid-management", "Root", "ACTIVE"),
@@ -722,15 +722,7 @@ def _identity_center(org: Org) -> Rows:
     rng = org.rng
     okta_users: list[OktaUser] = org.shared["okta_users"]  # type: ignore[assignment]
     okta_groups: dict[str, str] = org.shared["okta_groups"]  # type: ignore[assignment]
-    pushed = (
-        "aws-prod-admin",
-        "aws-prod-readonly",
-        "aws-dev-poweruser",
-        "aws-data-engineer",
-        "aws-security-audit",
-        "aws-billing",
-        "sre-breakfix",
-    )
+    pushed = AWS_PUSHED_GROUPS
     psets = {
         "AdministratorAccess": ["AdministratorAccess"],
         "PowerUserAccess": ["PowerUserAccess"],

@@ -196,6 +196,16 @@ GROUPS = (
     ("contractors", "OKTA_GROUP", "External contractors"),
     ("lumen-legacy", "APP_GROUP", "Imported from the Lumen Analytics directory"),
 )
+# Groups assigned to the AWS IAM Identity Center app; SCIM pushes them to AWS under the same names.
+AWS_PUSHED_GROUPS = (
+    "aws-prod-admin",
+    "aws-prod-readonly",
+    "aws-dev-poweruser",
+    "aws-data-engineer",
+    "aws-security-audit",
+    "aws-billing",
+    "sre-breakfix",
+)
 DEPT_GROUPS = (
     "Engineering",
     "Platform",
@@ -437,15 +447,7 @@ def _apps(
         apps[name] = aid
         rows_apps.append((aid, name, label, "ACTIVE", mode, prov, "2019-02-11T12:00:00Z"))
     group_assign = {
-        "amazon_aws_sso": (
-            "aws-prod-admin",
-            "aws-prod-readonly",
-            "aws-dev-poweruser",
-            "aws-data-engineer",
-            "aws-security-audit",
-            "aws-billing",
-            "sre-breakfix",
-        ),
+        "amazon_aws_sso": AWS_PUSHED_GROUPS,
         "github_enterprise_cloud": ("github-users",),
         "google": ("Everyone",),
         "office365": ("Everyone",),
