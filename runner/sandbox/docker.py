@@ -43,6 +43,7 @@ import secrets
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -196,36 +197,25 @@ def sweep(client: Any | None = None, run_id: str | None = None, *, orphans_only:
         networks = api.networks(filters={"label": wanted})
     except _ENGINE_ERRORS as exc:
         raise SandboxError(f"cannot list sandbox resources: {exc}") from exc
-    for item in containers:
-        if spare(item.get("Labels")):
-            continue
-        try:
-            api.remove_container(item["Id"], force=True)
-            report.containers.append(str(item["Id"])[:12])
-        except docker.errors.NotFound:
-            pass
-        except _ENGINE_ERRORS as exc:
-            report.failures.append(f"container {str(item['Id'])[:12]}: {exc}")
-    for item in volumes:
-        if spare(item.get("Labels")):
-            continue
-        try:
-            api.remove_volume(item["Name"], force=True)
-            report.volumes.append(str(item["Name"]))
-        except docker.errors.NotFound:
-            pass
-        except _ENGINE_ERRORS as exc:
-            report.failures.append(f"volume {item['Name']}: {exc}")
-    for item in networks:
-        if spare(item.get("Labels")):
-            continue
-        try:
-            api.remove_network(item["Id"])
-            report.networks.append(str(item["Name"]))
-        except docker.errors.NotFound:
-            pass
-        except _ENGINE_ERRORS as exc:
-            report.failures.append(f"network {item['Name']}: {exc}")
+    # Containers first: a volume or network still in use cannot be removed.
+    kinds: list[tuple[str, list[Any], Callable[[Any], object], Callable[[Any], str], list[str]]] = [
+        ("container", containers, lambda i: api.remove_container(i["Id"], force=True), lambda i: str(i["Id"])[:12],
+         report.containers),
+        ("volume", volumes, lambda i: api.remove_volume(i["Name"], force=True), lambda i: str(i["Name"]),
+         report.volumes),
+        ("network", networks, lambda i: api.remove_network(i["Id"]), lambda i: str(i["Name"]), report.networks),
+    ]  # fmt: skip
+    for kind, items, remove, name, removed_names in kinds:
+        for item in items:
+            if spare(item.get("Labels")):
+                continue
+            try:
+                remove(item)
+                removed_names.append(name(item))
+            except docker.errors.NotFound:
+                pass
+            except _ENGINE_ERRORS as exc:
+                report.failures.append(f"{kind} {name(item)}: {exc}")
     if run_id is None:
         removed, failures = sweep_scratch(orphans_only=orphans_only)
         report.directories += removed
