@@ -9,7 +9,9 @@ import io
 import json
 import shutil
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,7 +58,63 @@ def test_a_clean_run_audits_ok(finished_run: Path) -> None:
     assert report.checks["record_fields"] > 0
     assert report.checks["consensus_cells"] >= len(TASKS) * 2
     assert report.checks["replayed_queries"] > 0
-    assert any("coverage" in n for n in report.notes)
+    assert report.checks["coverage_samples"] == len(TASKS) * 2
+
+
+def _edit_first_graded(journal: Path, edit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Apply ``edit`` to the first ``sample_graded`` entry in place; return the entry as edited."""
+    lines = journal.read_text(encoding="utf-8").splitlines(keepends=True)
+    for number, line in enumerate(lines):
+        entry = json.loads(line)
+        if entry["kind"] == "sample_graded":
+            edit(entry)
+            lines[number] = json.dumps(entry) + "\n"
+            journal.write_text("".join(lines), encoding="utf-8")
+            return entry
+    raise AssertionError("no sample_graded entry")
+
+
+@pytest.mark.docker
+def test_the_gold_replay_journals_full_coverage_and_the_record_carries_it(finished_run: Path) -> None:
+    record = json.loads((finished_run / "record.json").read_text(encoding="utf-8"))
+    assert len(record["samples"]) == len(TASKS) * 2
+    for sample in record["samples"]:
+        # The replay agent runs the witness itself, so it covers every witness table.
+        assert sample["coverage"]["table_recall"] == 1.0, sample["task_id"]
+        assert sample["coverage"]["witness_tables"], sample["task_id"]
+        assert sample["coverage_error"] is None
+
+
+# Each row: how the journaled coverage is tampered with, and a phrase the audit's problem must contain.
+COVERAGE_TAMPERING = [
+    ("table_recall", lambda c: c.update(table_recall=0.25), "table_recall journaled 0.25 != recomputed 1.0"),
+    ("agent_tables", lambda c: c.update(agent_tables=["hibob_people"]), "agent_tables journaled"),
+    ("unparsed", lambda c: c.update(unparsed=3), "unparsed journaled 3 != recomputed 0"),
+]
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(("field", "tamper", "phrase"), COVERAGE_TAMPERING, ids=[r[0] for r in COVERAGE_TAMPERING])
+def test_tampered_journaled_coverage_is_caught(
+    run_copy: Path, field: str, tamper: Callable[[dict[str, Any]], None], phrase: str
+) -> None:
+    entry = _edit_first_graded(run_copy / JOURNAL_NAME, lambda e: tamper(e["coverage"]))
+    report = audit(run_copy)
+    coverage = [p for p in report.problems if p.startswith("coverage:")]
+    assert coverage == [p for p in coverage if f"{entry['task_id']} epoch {entry['epoch']}" in p]
+    assert len(coverage) == 1 and phrase in coverage[0], report.problems
+
+
+@pytest.mark.docker
+def test_dropped_coverage_and_an_edited_record_coverage_are_caught(run_copy: Path) -> None:
+    _edit_first_graded(run_copy / JOURNAL_NAME, lambda e: e.update(coverage=None))
+    record_path = run_copy / "record.json"
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    record["samples"][-1]["coverage"]["join_recall"] = 0.0
+    record_path.write_text(json.dumps(record), encoding="utf-8")
+    report = audit(run_copy)
+    assert any(p.startswith("coverage:") and "journaled no coverage" in p for p in report.problems), report.problems
+    assert any(p.startswith("record: samples[") and "coverage.join_recall" in p for p in report.problems)
 
 
 @pytest.mark.docker

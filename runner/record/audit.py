@@ -1,6 +1,6 @@
 """``ispm audit``: recompute every number of a run from its raw journal and fail loudly on any difference.
 
-An audit of a run folder (or of a bundle, checked against its ``MANIFEST.json`` first) runs five checks:
+An audit of a run folder (or of a bundle, checked against its ``MANIFEST.json`` first) runs six checks:
 
 1. **journal**: every line of ``journal.jsonl`` is a complete, valid entry (a damaged line is named by number);
 2. **record**: the record rebuilt from the journal alone equals ``record.json`` field by field, compared as
@@ -8,11 +8,10 @@ An audit of a run folder (or of a bundle, checked against its ``MANIFEST.json`` 
 3. **consensus**: the consensus recomputed from the journal's raw votes equals the record's per-task grades;
 4. **replay**: each sample's declared and logged SQL, replayed on the pristine world, returns the row counts
    and digests that the SQL tool logged;
-5. **digests**: the world (verified against its manifest), task set, ground truth and rubric set hash to what
+5. **coverage**: each graded sample's structural coverage, recomputed from its SQL and the task's witness,
+   equals the coverage its grading journaled (the record check then holds ``record.json`` to the journal);
+6. **digests**: the world (verified against its manifest), task set, ground truth and rubric set hash to what
    the record and the journal pinned, and every vote names its rubric's current sha256.
-
-Coverage is computed at grading time and not journaled, so there is nothing to recompute it against; the
-report says so in ``notes`` rather than passing silently.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from __future__ import annotations
 import json
 import tarfile
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -28,10 +27,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_fie
 
 from runner.errors import IspmError
 from runner.grading.consensus import consensus
-from runner.grading.replay import Replayer
+from runner.grading.coverage import CoverageError, CoverageReport
+from runner.grading.grade import GradingContext
 from runner.record.bundle import MANIFEST_NAME, BundleManifest, sha256_bytes
 from runner.record.model import RECORD_NAME
 from runner.run.journal import ENTRY, JOURNAL_NAME, Entry, RunStarted, SampleFinished, SampleGraded
+from runner.tasks.model import Task
 
 # A tampered vote can change hundreds of derived fields; the first ones locate it, the rest are counted.
 MAX_DIFFS = 200
@@ -155,9 +156,8 @@ def _audit_dir(run_dir: Path, report: AuditReport) -> None:
             report.problems.append(f"record: ... and {len(diffs) - MAX_DIFFS} more differences")
 
     _check_consensus(entries, recorded, report)
-    _check_replay(entries, report)
+    _check_replay_and_coverage(entries, {t.id: t for t in load_tasks(tasks_dir())}, report)
     _check_digests(entries, starts, recorded, report)
-    report.notes.append("coverage: not journaled (computed at grading time only), so there is none to recompute")
 
 
 def _read_journal(path: Path, report: AuditReport) -> list[Entry]:
@@ -283,30 +283,66 @@ def _obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _check_replay(entries: Sequence[Entry], report: AuditReport) -> None:
-    """Replay every sample's SQL on the verified world; a logged row count or digest that differs is a problem."""
+def _check_replay_and_coverage(entries: Sequence[Entry], tasks: Mapping[str, Task], report: AuditReport) -> None:
+    """Replay every sample's SQL on the verified world, then recompute each graded sample's coverage from it.
+
+    A logged row count or digest that differs is a replay problem; a journaled coverage that differs from the
+    recomputed one is a coverage problem.
+    """
     from runner.paths import world_dir
     from runner.world.verify import verify
 
     samples: dict[tuple[str, int], SampleFinished] = {}
+    graded: dict[tuple[str, int], SampleGraded] = {}
     for e in entries:
         if isinstance(e, SampleFinished):
             samples.setdefault((e.output.task_id, e.output.epoch), e)
+        elif isinstance(e, SampleGraded):
+            graded.setdefault((e.task_id, e.epoch), e)
     try:
         snapshot = verify(world_dir()).snapshot
     except IspmError as exc:
         report.problems.append(f"replay: the world cannot be verified, so no query was replayed: {exc}")
         return
-    compared = 0
-    with Replayer(snapshot) as replayer:
+    compared = covered = 0
+    with GradingContext(snapshot) as context:
         for (task_id, epoch), finished in sorted(samples.items()):
-            for q in replayer.replay_sample(finished.output).queries:
+            replay = context.replayer.replay_sample(finished.output)
+            for q in replay.queries:
                 compared += q.log_match is not None
                 if q.log_match is False:
-                    sql = " ".join(q.sql.split())
-                    sql = sql if len(sql) <= 80 else sql[:77] + "..."
-                    report.problems.append(f"replay: {task_id} epoch {epoch}: {q.log_mismatch} ({sql})")
+                    report.problems.append(f"replay: {task_id} epoch {epoch}: {q.log_mismatch} ({_short_sql(q.sql)})")
+            grade = graded.get((task_id, epoch))
+            task = tasks.get(task_id)
+            if grade is None or not grade.graded or task is None:
+                continue
+            covered += 1
+            problem = _coverage_difference(context, task, [q.sql for q in replay.queries], grade)
+            if problem:
+                report.problems.append(f"coverage: {task_id} epoch {epoch}: {problem}")
     report.checks["replayed_queries"] = compared
+    report.checks["coverage_samples"] = covered
+
+
+def _coverage_difference(context: GradingContext, task: Task, agent_sql: list[str], grade: SampleGraded) -> str:
+    """What differs between the journaled coverage of a graded sample and the one recomputed now; empty if none."""
+    try:
+        recomputed: CoverageReport | None = context.coverage(task.witness_sql, agent_sql)
+        error = None
+    except CoverageError as exc:
+        recomputed, error = None, str(exc)
+    if error != grade.coverage_error:
+        return f"journaled coverage error {grade.coverage_error!r} != recomputed {error!r}"
+    if recomputed is None or grade.coverage is None:
+        return "" if recomputed == grade.coverage else "journaled no coverage, but it recomputes"
+    theirs, ours = grade.coverage.model_dump(mode="json"), recomputed.model_dump(mode="json")
+    fields = [k for k in ours if theirs.get(k) != ours[k]]
+    return "; ".join(f"{k} journaled {_short(theirs.get(k))} != recomputed {_short(ours[k])}" for k in fields)
+
+
+def _short_sql(sql: str) -> str:
+    flat = " ".join(sql.split())
+    return flat if len(flat) <= 80 else flat[:77] + "..."
 
 
 def _check_digests(

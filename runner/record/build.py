@@ -161,6 +161,8 @@ def _sample(finished: SampleFinished | None, graded: SampleGraded) -> SampleReco
         error=output.error,
         queries_logged=len(output.queries),
         queries_declared=list(output.answer.queries) if output.answer else [],
+        coverage=graded.coverage,
+        coverage_error=graded.coverage_error,
         timings=output.timings,
         grade_s=graded.grade_s,
         graded=graded.graded,

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from runner.contract import SampleStatus, SampleTimings
+from runner.grading.coverage import CoverageReport
 from runner.grading.grades import Dimension, Grade
 from runner.grading.judge import JudgeVote
 from runner.run.spec import Digests, RunSpec
@@ -128,6 +129,11 @@ class SampleRecord(_Model):
     """SQL statements the agent ran through the SQL tool."""
     queries_declared: list[str]
     """The SQL the answer says its conclusion rests on."""
+    coverage: CoverageReport | None = None
+    """How much of the witness SQL's tables and joins the agent's SQL (declared and logged) covered; ``None``
+    when the sample was not graded or coverage could not be measured."""
+    coverage_error: str | None = None
+    """Why coverage could not be measured."""
     timings: SampleTimings
     grade_s: float
     graded: bool

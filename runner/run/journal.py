@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from runner.contract import SampleOutput
 from runner.gateway.server import SampleUsage
+from runner.grading.coverage import CoverageReport
 from runner.grading.judge import JudgeVote
 from runner.run.spec import Digests, RunError, RunSpec
 
@@ -73,6 +74,10 @@ class SampleGraded(_Entry):
     """False when the sample was broken and every slot recorded ``incorrect`` without asking a judge."""
     votes: list[JudgeVote]
     grade_s: float = 0.0
+    coverage: CoverageReport | None = None
+    """Structural coverage of the witness SQL by the agent's SQL; ``None`` when not graded or not measurable."""
+    coverage_error: str | None = None
+    """Why coverage could not be measured (an unparseable witness)."""
 
 
 class RunFinished(_Entry):

@@ -140,6 +140,8 @@ class _Worker:
                 graded=result.graded,
                 votes=result.votes,
                 grade_s=round(time.perf_counter() - started, 4),
+                coverage=result.coverage,
+                coverage_error=result.coverage_error,
             )
         )
         return output.status
