@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo official-run official-env test lint world world-verify images images-prune bench clean
+.PHONY: venv demo official-run official-env test lint world world-verify images images-prune runner-image bench clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ images: $(STAMP)
 
 images-prune: $(STAMP)
 	$(BIN)/python -m runner.sandbox.images --prune
+
+# ispm itself as an image, for auditors: `docker-compose run --rm runner ispm audit /runs/<run-id>` (compose.yaml).
+runner-image: $(STAMP) images
+	$(BIN)/python -m runner.sandbox.runner_image
 
 # Calibration, not an official run: every task in Docker, gold replay, ref judge in both slots, 1 epoch.
 demo: $(STAMP) images
@@ -40,7 +44,12 @@ official-run: official-env $(STAMP) images
 	$(BIN)/ispm run --official --agent-image "$(AGENT_IMAGE)" --candidate "$(CANDIDATE)" \
 	    --judge "$(JUDGE_A)" --judge "$(JUDGE_B)"
 
-test: $(STAMP) images
+# Headless Chromium for the report tests: Debian's own browser and driver, installed only when missing (needs root).
+browser:
+	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || \
+	    { apt-get update && apt-get install -y --no-install-recommends chromium chromium-driver; }
+
+test: $(STAMP) images browser
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

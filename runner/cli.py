@@ -772,6 +772,51 @@ def audit_command(target: Path, as_json: bool) -> None:
         raise SystemExit(1)
 
 
+@main.command("report")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write the page (default: report.html beside the run's record.json).",
+)
+@_errors_to_exit
+def report_command(run_dir: Path, out: Path | None) -> None:
+    """Write a run's report: one self-contained HTML page (summary with CIs, charts, every task and vote).
+
+    Example: ispm report runs/<run-id> --out /tmp/report.html
+    """
+    from runner.record.report import write_report
+
+    path = write_report(run_dir, out=out)
+    log.get(__name__).info("run.reported", run_dir=str(run_dir), report=str(path))
+    click.echo(str(path))
+
+
+@main.command("leaderboard")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("leaderboard.html"),
+    show_default=True,
+    help="Where to write the page.",
+)
+@_errors_to_exit
+def leaderboard_command(run_dirs: tuple[Path, ...], out: Path) -> None:
+    """Rank runs on one self-contained HTML page; runs without a score and calibrations are listed, unranked.
+
+    RUN_DIRS are run folders (or their record.json files).
+
+    Example: ispm leaderboard runs/* --out leaderboard.html
+    """
+    from runner.record.leaderboard import write_leaderboard
+
+    path, rows = write_leaderboard(list(run_dirs), out)
+    ranked = sum(r.rank is not None for r in rows)
+    log.get(__name__).info("runs.leaderboard", runs=len(rows), ranked=ranked, out=str(path))
+    click.echo(f"{path}: {len(rows)} runs, {ranked} ranked")
+
+
 @main.command("bundle")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(

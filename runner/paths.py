@@ -1,7 +1,7 @@
 """Where the bundled data lives.
 
-In a source checkout (or an editable install) ``world/`` and ``tasks/`` sit next to ``runner/``.
-An installed wheel carries them as ``runner/_bundle/{world,tasks}``. Both layouts resolve here,
+In a source checkout (or an editable install) ``world/``, ``tasks/`` and ``docs/`` sit next to ``runner/``.
+An installed wheel carries them as ``runner/_bundle/{world,tasks,docs}``. Both layouts resolve here,
 and nowhere else.
 """
 
@@ -27,3 +27,8 @@ def world_dir() -> Path:
 def tasks_dir() -> Path:
     """The folder holding the task definitions and the public ground truth."""
     return _bundled("tasks")
+
+
+def scoring_doc() -> Path:
+    """``docs/scoring.md``, "How a run becomes a score": every report embeds it, so it must ship in the wheel."""
+    return _bundled("docs") / "scoring.md"

@@ -35,6 +35,8 @@ def test_installed_wheel_finds_bundled_world_and_tasks(tmp_path: Path) -> None:
     assert "runner/_bundle/world/ispm-crossvendor-v1.sqlite" in names
     assert "runner/_bundle/tasks/ground_truth.json" in names
     assert sum(n.startswith("runner/_bundle/tasks/v1/") for n in names) == 127
+    assert "runner/_bundle/docs/scoring.md" in names  # every report embeds it
+    assert "runner/record/templates/report.html.j2" in names
     site = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)], check=True

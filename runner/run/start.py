@@ -1,7 +1,8 @@
 """Start or resume a run: preflight, the journal, the scheduler, then the record next to the journal.
 
 A run folder holds ``journal.jsonl`` (the durable truth), ``record.json`` (built from the journal),
-``log.jsonl`` (JSON logs) and, for gold calibration runs, ``replay/`` (the recordings mounted into samples).
+``report.html`` (the record as one static page), ``log.jsonl`` (JSON logs) and, for gold calibration runs,
+``replay/`` (the recordings mounted into samples).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from runner.grading.rubric import RubricSet, load_rubrics
 from runner.paths import tasks_dir, world_dir
 from runner.record.build import build_record, write_record
 from runner.record.model import RunRecord
+from runner.record.report import write_report
 from runner.run.journal import (
     JOURNAL_NAME,
     Entry,
@@ -59,6 +61,7 @@ class RunResult(BaseModel):
     outcome: Outcome
     record_path: Path
     record: RunRecord
+    report_path: Path
 
     def summary_lines(self) -> list[str]:
         """What the CLI prints when a run stops: status, per-dimension means or why there is no score."""
@@ -79,6 +82,7 @@ class RunResult(BaseModel):
         if failed:
             lines.append(f"failures: {failed}")
         lines.append(f"record: {self.record_path}")
+        lines.append(f"report: {self.report_path}")
         return lines
 
 
@@ -287,4 +291,5 @@ def _go(
 def _finish(folder: Path, outcome: Outcome) -> RunResult:
     record = build_record(read_entries(folder / JOURNAL_NAME), load_tasks(tasks_dir()))
     path = write_record(folder, record)
-    return RunResult(run_dir=folder, outcome=outcome, record_path=path, record=record)
+    report = write_report(folder, record)
+    return RunResult(run_dir=folder, outcome=outcome, record_path=path, record=record, report_path=report)
