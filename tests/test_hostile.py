@@ -624,3 +624,80 @@ def test_the_runner_carries_on_and_leaves_nothing(
         assert (client.api.volumes(filters=wanted).get("Volumes") or []) == []
     finally:
         client.close()
+
+
+# -- what keeps the sample alive -------------------------------------------------------------------------------
+
+
+def test_pid_1_and_the_keeper_are_out_of_the_agents_reach(
+    reader: DockerBackend, refs: dict[str, ImageRef], task: Task
+) -> None:
+    # Held layout: pid 1 is the execute-only init, of the agent's own uid. Keeper layout: the init and the
+    # keeper run as nobody. Either way nothing the agent does may stop, trace or read them.
+    script = """
+    import ctypes, signal, time
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def ptrace(request, pid):
+        if libc.ptrace(request, pid, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+
+    def alive(pid):
+        try:
+            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return False
+        return state not in ("T", "t", "Z", "X")
+
+    others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
+    for pid in others:
+        attempt(f"ptrace attach {pid}", lambda p=pid: ptrace(16, p))
+        attempt(f"ptrace seize {pid}", lambda p=pid: ptrace(0x4206, p))
+        attempt(f"read /proc/{pid}/mem", lambda p=pid: open(f"/proc/{p}/mem", "rb").read(1))
+        attempt(f"read /proc/{pid}/environ", lambda p=pid: open(f"/proc/{p}/environ", "rb").read(1))
+    for pid in others:
+        for sig in (signal.SIGSTOP, signal.SIGSEGV, signal.SIGKILL):
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+    time.sleep(0.3)
+
+    def survived(pid):
+        if not alive(pid):
+            return  # stopped or killed: the attack worked
+        raise OSError(f"pid {pid} still runs")
+
+    for pid in others:
+        attempt(f"stop or kill {pid}", lambda p=pid: survived(p))
+    results["allowed:others"] = json.dumps(others)
+    finish()
+    """
+    report = assert_attack_failed(run_probe(reader, refs, task, script))
+    others = json.loads(report["allowed:others"])
+    assert 1 in others
+    assert all(
+        re.search(r"Operation not permitted|Permission denied", report[f"ptrace attach {pid}"]) for pid in others
+    )
+    assert all("still runs" in report[f"stop or kill {pid}"] for pid in others)
+
+
+def test_an_agent_that_kills_every_process_it_may_still_has_its_output_collected(
+    reader: DockerBackend, refs: dict[str, ImageRef], task: Task
+) -> None:
+    script = """
+    import signal, time
+    json.dump({"response": "written before the massacre"}, open("/output/answer.json", "w"))
+    for _ in range(3):
+        if os.fork() == 0:
+            time.sleep(60)
+    try:
+        os.kill(-1, signal.SIGKILL)  # every process this uid may signal but pid 1 and itself
+    except OSError:
+        pass
+    os.kill(os.getpid(), signal.SIGKILL)
+    """
+    out = run_probe(reader, refs, task, script, time_limit_s=10)
+    assert (out.status, out.exit_code, out.oom_killed) == ("agent_error", 137, False), (out.error, out.stderr_tail)
+    assert out.answer is not None and out.answer.response == "written before the massacre"
+    assert out.timings.agent < 5

@@ -278,3 +278,75 @@ def test_digest_ignores_bytecode(image_inputs: Path, tmp_path: Path) -> None:
     cache.mkdir(exist_ok=True)
     (cache / "agent.cpython-311.pyc").write_bytes(b"\x00")
     assert images.expected_tags([]) == before
+
+
+HEX = "0123456789abcdef" * 4
+PINNING = [
+    ("debian@sha256:" + HEX, True),
+    ("docker.example/library/debian:bookworm-slim@sha256:" + HEX, True),
+    ("sha256:" + HEX, True),
+    ("debian:bookworm", False),
+    ("debian", False),
+    ("debian@sha256:" + HEX[:40], False),
+    ("sha256:" + HEX.upper(), False),
+    ("debian@sha256:" + HEX + " ; rm -rf /", False),
+]
+
+
+@pytest.mark.parametrize(("ref", "pinned"), PINNING, ids=[r for r, _ in PINNING])
+def test_an_upstream_base_must_be_pinned_by_digest(ref: str, pinned: bool) -> None:
+    if pinned:
+        assert images.check_pinned(ref) == ref
+    else:
+        with pytest.raises(images.ImageError, match="is not pinned"):
+            images.check_pinned(ref)
+
+
+def test_the_upstream_base_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(images.UPSTREAM_ENV, raising=False)
+    assert images.upstream_base() is None
+    monkeypatch.setenv(images.UPSTREAM_ENV, "debian:bookworm")
+    with pytest.raises(images.ImageError, match="ISPM_UPSTREAM_BASE='debian:bookworm' is not pinned"):
+        images.upstream_base()
+    monkeypatch.setenv(images.UPSTREAM_ENV, " debian@sha256:" + HEX + " ")
+    assert images.upstream_base() == "debian@sha256:" + HEX
+
+
+def test_an_upstream_base_changes_every_tag_and_each_pin_its_own(
+    image_inputs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(images.UPSTREAM_ENV, raising=False)
+    sources = tmp_path / "sources.list"
+    sources.write_text("deb http://mirror.invalid/debian bookworm main\n")
+    debian = images.expected_tags([sources])
+    one = images.expected_tags([sources], upstream="debian@sha256:" + HEX)
+    other = images.expected_tags([sources], upstream="debian@sha256:" + HEX[::-1])
+    for name in debian:
+        assert len({debian[name], one[name], other[name]}) == 3, name
+    # With an upstream base the host's apt sources are no input: they are never read.
+    sources.write_text("deb http://other.invalid/debian bookworm main\n")
+    assert images.expected_tags([sources], upstream="debian@sha256:" + HEX) == one
+
+
+@pytest.mark.docker
+def test_the_upstream_path_builds_a_contract_base_on_a_pinned_image(client: Any, refs: dict[str, ImageRef]) -> None:
+    # No registry here, so the pinned upstream is an image id this engine has: our own Debian-built base.
+    upstream = refs["base"].id
+    tag = "ispm/test-upstream-base:" + refs["base"].input_digest[7:19]
+    image = images.build_upstream_base(client, upstream, tag, "sha256:" + HEX)
+    try:
+        assert image.labels[images.LABEL_DIGEST] == "sha256:" + HEX
+        probe = (
+            "set -e; id -u agent; grep -c '^agent:' /etc/passwd; ls -d /task /world /docs /output; "
+            "python3 -c 'import sqlite3; print(sqlite3.sqlite_version)'; ispm-sql --help >/dev/null && echo tool; "
+            "ls /etc/apt/sources.list /etc/apt/sources.list.d/* 2>/dev/null | wc -l; ls /ispm-build 2>&1 || true"
+        )
+        code, out, err = run(client, tag, ["sh", "-c", probe])
+        assert code == 0, err
+        lines = out.split()
+        assert lines[:2] == ["10001", "1"]  # the agent user, exactly once
+        assert sorted(lines[2:6]) == ["/docs", "/output", "/task", "/world"]
+        assert "tool" in lines and lines[lines.index("tool") + 1] == "0"  # no apt sources left in the image
+        assert "No such file" in out + err  # the build folder is gone
+    finally:
+        client.images.remove(tag, force=True)

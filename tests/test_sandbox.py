@@ -376,3 +376,73 @@ def test_collection_reports_links_and_skips_malformed_query_lines(tmp_path: Path
 def test_answer_validation_names_the_reason(entry: OutputFile, reason: str) -> None:
     answer, error = validate_answer(entry, CollectLimits())
     assert answer is None and error is not None and error.startswith(reason)
+
+
+@pytest.mark.docker
+def test_the_agent_runs_as_the_main_process_behind_an_execute_only_init(
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task
+) -> None:
+    if not docker_backend.holds_output:
+        pytest.skip("this process cannot hold the engine's volumes: the keeper layout is used")
+    script = textwrap.dedent(
+        """
+        import json, os
+        def readable(path):
+            try:
+                open(path, "rb").read(1)
+                return True
+            except OSError:
+                return False
+        facts = {
+            "ppid": os.getppid(), "pid1": open("/proc/1/cmdline").read().split("\\0")[:4],
+            "init_readable": readable("/ispm/bin/init"), "pid1_mem_readable": readable("/proc/1/mem"),
+            "stdin": os.read(0, 10).decode(),
+        }
+        json.dump({"response": json.dumps(facts)}, open("/output/answer.json", "w"))
+        """
+    )
+    out = docker_backend.run_sample(make_spec(task, refs["base"].tag, command=["python3", "-c", script]))
+    assert out.status == "ok", (out.error, out.stderr_tail)
+    assert out.answer is not None
+    facts = json.loads(out.answer.response)
+    assert facts["ppid"] == 1 and facts["pid1"] == ["/ispm/bin/init", "--", "/bin/sh", "-c"]
+    assert facts["init_readable"] is False and facts["pid1_mem_readable"] is False
+    assert facts["stdin"] == ""  # the gate line was for the gate; the agent's stdin is at its end
+
+
+@pytest.mark.docker
+def test_a_volume_that_cannot_be_held_falls_back_to_the_keeper_layout(
+    refs: dict[str, ImageRef], task: Task, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = DockerBackend(sweep_on_start=False)
+    try:
+        if not backend.holds_output:
+            pytest.skip("this process cannot hold the engine's volumes: the keeper layout is used")
+        # As if this process were in another mount namespace than the engine: the mount point is not the tmpfs.
+        monkeypatch.setattr("runner.sandbox.docker._hold_volume", lambda path, size: None)
+        out = backend.run_sample(make_spec(task, refs["agent-null"].tag))
+        assert (out.status, out.error, out.exit_code) == ("ok", None, 0)
+        assert backend.holds_output is False
+        assert backend.run_sample(make_spec(task, refs["agent-null"].tag, epoch=2)).status == "ok"
+    finally:
+        backend.close()
+    assert leftovers() == ([], [])
+
+
+@pytest.mark.docker
+def test_an_image_that_cannot_run_the_gate_fails_its_sample_and_keeps_the_layout(
+    refs: dict[str, ImageRef], task: Task, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = DockerBackend(sweep_on_start=False)
+    try:
+        if not backend.holds_output:
+            pytest.skip("this process cannot hold the engine's volumes: the keeper layout is used")
+        monkeypatch.setattr("runner.sandbox.docker.GATE", ["/no/such/shell"])
+        out = backend.run_sample(make_spec(task, refs["agent-null"].tag))
+        # The init fails to start the gate: the container stops at once, before or after /output is held.
+        assert out.status in ("sandbox_error", "agent_error"), out.error
+        assert out.answer is None
+        assert backend.holds_output is True
+    finally:
+        backend.close()
+    assert leftovers() == ([], [])

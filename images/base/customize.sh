@@ -5,12 +5,15 @@ set -eu
 root="$1"
 
 # The unprivileged sandbox user. Written directly rather than with useradd, whose shadow
-# entry carries the day of creation and whose subuid bookkeeping we do not want.
-echo 'agent:x:10001:10001:ISPM sandbox agent:/home/agent:/usr/sbin/nologin' >> "$root/etc/passwd"
-echo 'agent:x:10001:' >> "$root/etc/group"
-# Last-change day as the passwd package writes it for system users: from SOURCE_DATE_EPOCH.
-echo "agent:*:$((SOURCE_DATE_EPOCH / 86400)):0:99999:7:::" >> "$root/etc/shadow"
-echo 'agent:*::' >> "$root/etc/gshadow"
+# entry carries the day of creation and whose subuid bookkeeping we do not want. (An upstream
+# base, see Dockerfile.upstream, may already have it.)
+if ! grep -q '^agent:' "$root/etc/passwd"; then
+    echo 'agent:x:10001:10001:ISPM sandbox agent:/home/agent:/usr/sbin/nologin' >> "$root/etc/passwd"
+    echo 'agent:x:10001:' >> "$root/etc/group"
+    # Last-change day as the passwd package writes it for system users: from SOURCE_DATE_EPOCH.
+    echo "agent:*:$((SOURCE_DATE_EPOCH / 86400)):0:99999:7:::" >> "$root/etc/shadow"
+    echo 'agent:*::' >> "$root/etc/gshadow"
+fi
 install -d -m 0755 -o 10001 -g 10001 "$root/home/agent"
 
 # The mount points of the agent contract, so the engine need not create them.
@@ -20,8 +23,11 @@ done
 
 install -m 0755 "$ISPM_SQL_TOOL" "$root/usr/local/bin/ispm-sql"
 
-# Host-specific files copied in by mmdebstrap: Docker provides its own at run time.
-rm -f "$root/etc/resolv.conf" "$root/etc/hostname"
+# Host-specific files copied in by mmdebstrap: Docker provides its own at run time. (Inside a
+# `docker build` they are the engine's bind mounts, which are never committed to the image.)
+if [ -z "${ISPM_DOCKER_BUILD:-}" ]; then
+    rm -f "$root/etc/resolv.conf" "$root/etc/hostname"
+fi
 # Backup copies written by the passwd tools and the debconf/apt caches are noise.
 rm -f "$root/etc/passwd-" "$root/etc/group-" "$root/etc/shadow-" "$root/etc/gshadow-"
 rm -f "$root/var/cache/debconf/"*-old

@@ -2,33 +2,56 @@
 
 How one sample runs, and why:
 
-- **A keeper, then the agent as an exec.** ``/output`` is a per-sample tmpfs *volume* (size-capped by the
-  kernel; a bind-mounted host folder could not be capped). A tmpfs lives only while a container uses it, and
-  ``get_archive`` cannot see a container's private ``--tmpfs`` mounts at all. So the container's main
-  process is a keeper (``sleep infinity``, or the gateway forwarder) running as uid 65534, and the agent runs
-  as an exec of uid 10001 — which cannot signal the keeper. When the agent ends (or the time limit passes),
-  ``/output`` is read while the volume is still mounted, and the container and volume are removed. The
-  exec's exit code comes from the engine, so the agent cannot forge it. The exec costs ~40 ms a sample.
-- **Collection.** Where this process can see the volume's mount point (same host and mount namespace as
-  the engine, allowed to read it, and it is verifiably the sample's tmpfs), ``/output`` is read there with
-  ``lstat``/``O_NOFOLLOW``; otherwise it is streamed with ``get_archive``. Either way symlinks are reported,
-  never followed, and nothing is read past its cap. Before reading, the container is paused (freezing
-  whatever the agent left running) unless the agent exited 0 and the mount point is read directly.
+- **/output outlives the agent.** ``/output`` is a per-sample tmpfs *volume* (size-capped by the kernel; a
+  bind-mounted host folder could not be capped). The engine mounts it when the container starts and
+  unmounts it, lazily (``MNT_DETACH``), when the container stops; ``get_archive`` cannot see a container's
+  private ``--tmpfs`` mounts at all. Two layouts keep the output readable until it is collected:
+- **Held layout** (the default, where this process shares the engine's host and mount namespace and may read
+  its volumes). The agent is the container's main process: uid 10001, behind an init and a gate. The host
+  attaches (stdin, stdout, stderr), starts the container, opens the volume's mount point and checks through
+  that descriptor that it is the sample's tmpfs (owned by 10001, exactly the size asked for). The open
+  descriptor keeps the tmpfs alive after the container stops, so nothing the agent does can lose its output.
+  Only then does the host send the gate (``/bin/sh``, ``read`` then ``exec`` of the agent's command) its one
+  line; the engine then closes the agent's stdin. The end is the container's own exit (``wait``), its code
+  the agent's, as the init reports it; stdout and stderr come over the attach stream (no log driver, so no
+  disk). No exec, and nothing left to kill at removal: 50-100 ms less a sample than the keeper layout on this
+  engine (2 cores, fuse-overlayfs). The init is the engine's own (``docker-init``, tini), run from a
+  per-sample copy that is execute-only for the agent: exec'ing a file it cannot read leaves pid 1
+  non-dumpable, so the agent, although of the same uid, can neither ptrace it nor read its memory, and as
+  pid 1 of its namespace it ignores SIGKILL and SIGSTOP from inside. If the mount point turns out not to be
+  the tmpfs while the container runs (another mount namespace), the agent never ran: the container is
+  replaced by a keeper-layout one and the backend keeps that layout from then on. A container that stopped
+  behind the shut gate (an image without ``/bin/sh``) fails its sample instead.
+- **Keeper layout** (``direct_read=False``, ``hold_output=False``, or where the volume cannot be held). The
+  container's main process is a keeper (``sleep infinity``, or the gateway forwarder) running as uid 65534,
+  and the agent runs as an exec of uid 10001, which cannot signal the keeper and so cannot stop the
+  container. The exec's exit code comes from the engine, its state (not its output stream) says when the
+  agent ended. ``/output`` is read while the keeper still holds the volume, then the container is
+  force-removed.
+- **Collection.** Held: after the container stopped (nothing can write any more), through the held
+  descriptor. Keeper: from the volume's mount point where this process can see it, otherwise streamed with
+  ``get_archive``; the container is paused first (freezing whatever the agent left running) unless the
+  agent exited 0 and the mount point is read directly. Either way symlinks are reported, never followed, and
+  nothing is read past its cap.
 - **Lockdown.** Read-only root; ``/tmp`` a small noexec tmpfs; all capabilities dropped;
   ``no-new-privileges``; an init process that reaps orphans; limits on pids, memory (no swap) and CPU;
   ``network_mode=none``, so the only interface is loopback; a private IPC namespace.
 - **Mounts.** ``/task`` (a per-sample host folder), the single snapshot file under ``/world`` and ``/docs``
-  are bind-mounted read-only. ``/replay`` only when the spec names a recording folder.
+  are bind-mounted read-only. ``/replay`` only when the spec names a recording folder. ``/ispm/bin`` (a
+  per-sample folder, read-only) holds the init copy (held) and the forwarder (gateway path).
 - **Gateway path.** With ``gateway_socket_dir`` set, that folder (holding the gateway's Unix socket) is
-  mounted read-only at ``/ispm/gateway``, :mod:`runner.sandbox.forwarder` is copied into a per-sample folder
-  mounted read-only at ``/ispm/bin``, and the keeper is that forwarder: it listens on ``127.0.0.1:8765``
-  in the container's own loopback and pumps bytes to the socket. The agent gets ``OPENAI_BASE_URL`` and
-  ``OPENAI_API_KEY`` (its per-sample token). The agent starts only after the forwarder says it is ready.
-- **Time limit from outside.** The host waits on the exec with a deadline, then pauses and collects: a timed
-  out sample still has its output. The exec's state, not its output stream, says when the agent ended.
-  Stdout and stderr are streamed and only their tails kept.
+  mounted read-only at ``/ispm/gateway`` and :mod:`runner.sandbox.forwarder` is copied into ``/ispm/bin``.
+  The forwarder listens on ``127.0.0.1:8765`` in the container's own loopback and pumps bytes to the
+  socket, as uid 65534, which the agent cannot signal: an exec started before the gate opens (held), or the
+  keeper itself. The agent gets ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` (its per-sample token), and starts
+  only after the forwarder says it is ready.
+- **Time limit from outside.** The host waits for the agent's end with a deadline. Held: at the deadline it
+  notes whether the pids limit is reached and kills the container; the output is held. Keeper: it pauses
+  and collects. Either way a timed-out sample still has its output. Only tails of stdout and stderr are kept.
 - **Cleanup.** Container and volume carry ``ispm.sandbox``, ``ispm.run``, ``ispm.sample`` and ``ispm.owner``
-  labels and are removed in a ``finally``. Each backend start sweeps what dead owners left behind.
+  labels and are removed in a ``finally``, which also closes the held descriptor (freeing the tmpfs). A
+  runner killed with ``kill -9`` loses its descriptors with it; each backend start sweeps what dead owners
+  left behind.
 
 The engine (20.10 here) reports an OOM kill as an ``oom`` event on the container, also for an exec; the
 backend looks for it when the agent dies of SIGKILL.
@@ -41,6 +64,8 @@ import os
 import re
 import secrets
 import shutil
+import socket
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -50,7 +75,8 @@ from typing import Any
 import docker
 import docker.errors
 import requests.exceptions
-from docker.types import Mount
+from docker.types import LogConfig, Mount
+from docker.utils.socket import frames_iter
 
 from runner import log
 from runner.contract import SampleOutput
@@ -91,9 +117,13 @@ KEEPER_USER = "65534:65534"
 KEEP_ALIVE = ["sleep", "infinity"]
 FORWARDER_DIR = "/ispm/bin"
 GATEWAY_DIR = "/ispm/gateway"
+INIT_PATH = f"{FORWARDER_DIR}/init"
+# The held layout's gate: the agent's command runs only once the host, holding /output, sends one line on stdin.
+GATE = ["/bin/sh", "-c", 'IFS= read -r _ && exec "$@"', "ispm-gate"]
 SIGKILL_EXIT = 137
 _POLL_S = 0.25
 _READY_TIMEOUT_S = 10.0
+_KILL_WAIT_S = 10.0
 _ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
 
 
@@ -114,6 +144,12 @@ class _DockerSample(SampleHandle):
         self.started_at = 0.0
         self.paused = False
         self.collectable = True
+        # The held layout (see the module docs): the agent is the container's main process.
+        self.held = False
+        self.output_fd: int | None = None
+        self.attach: Any = None
+        self.forwarder_stream: Any = None
+        self.pids_full = False
 
 
 class _LockedTail(TailBuffer):
@@ -131,15 +167,40 @@ class _LockedTail(TailBuffer):
             return super().text()
 
 
-def _pump(stream: Any, out: TailBuffer, err: TailBuffer) -> None:
+def _raw_socket(sock: Any) -> socket.socket:
+    raw = getattr(sock, "_sock", sock)
+    assert isinstance(raw, socket.socket)
+    return raw
+
+
+def _frames(sock: Any) -> Any:
+    # The client's 60 s read timeout would end the stream of an agent that is silent for a minute.
+    _raw_socket(sock).settimeout(None)
+    return frames_iter(sock, tty=False)
+
+
+def _pump(frames: Any, out: TailBuffer, err: TailBuffer, ready: threading.Event | None = None) -> None:
+    # ``ready`` (the forwarder's stream) is set once the ready line was seen, or when the stream ends.
+    seen = b""
     try:
-        for chunk_out, chunk_err in stream:
-            if chunk_out:
-                out.feed(chunk_out)
-            if chunk_err:
-                err.feed(chunk_err)
+        for stream_id, chunk in frames:
+            (err if stream_id == 2 else out).feed(chunk)
+            if ready is not None and not ready.is_set():
+                seen = (seen + chunk)[-4096:]
+                if forwarder.READY.encode() in seen:
+                    ready.set()
     except Exception:  # the stream breaks when the container goes away; the tails are kept
         pass
+    finally:
+        if ready is not None:
+            ready.set()
+
+
+def _find_init() -> Path | None:
+    # The engine's own init (a static tini, what it mounts for `--init`): the held layout runs a private,
+    # execute-only copy of it. Without one, samples use the keeper layout.
+    found = shutil.which("docker-init", path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/libexec/docker"]))
+    return Path(found).resolve() if found else None
 
 
 def _is_our_volume(path: Path | None, size: int) -> bool:
@@ -152,6 +213,23 @@ def _is_our_volume(path: Path | None, size: int) -> bool:
     except OSError:
         return False
     return info.st_uid == 10001 and fs.f_blocks * fs.f_frsize == size and os.access(path, os.R_OK | os.X_OK)
+
+
+def _hold_volume(path: Path, size: int) -> int | None:
+    # An open descriptor keeps the tmpfs alive after the engine (lazily) unmounts it when the container stops.
+    # Checked through the descriptor itself: no race between the check and what is held.
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info, fs = os.fstat(fd), os.fstatvfs(fd)
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == 10001 and fs.f_blocks * fs.f_frsize == size:
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
 
 
 def _name_part(text: str) -> str:
@@ -238,7 +316,14 @@ class DockerBackend(Backend[_DockerSample]):
     name = "docker"
     isolates = True
 
-    def __init__(self, client: Any | None = None, *, sweep_on_start: bool = True, direct_read: bool = True) -> None:
+    def __init__(
+        self,
+        client: Any | None = None,
+        *,
+        sweep_on_start: bool = True,
+        direct_read: bool = True,
+        hold_output: bool = True,
+    ) -> None:
         """Connect to the engine and (by default) sweep what dead runners left behind.
 
         ``direct_read`` lets collection read ``/output`` from the volume's host mount point when this process
@@ -246,12 +331,19 @@ class DockerBackend(Backend[_DockerSample]):
         with ``direct_read=False``, it streams ``get_archive``. Both paths are hostile-safe; the direct one
         saves the engine's per-archive rootfs mount, about 40 ms a sample on fuse-overlayfs.
 
+        ``hold_output`` (with ``direct_read``) selects the held layout where this process can hold the
+        volume: the agent is the container's main process and no exec is needed (see the module docs).
+        Otherwise, or where the volume turns out not to be holdable, the keeper layout is used.
+
         Raises:
             SandboxError: the engine cannot be reached.
         """
         self.client = client if client is not None else connect()
         self.api = self.client.api
         self.direct_read = direct_read
+        self._init = _find_init() if direct_read and hold_output else None
+        self.holds_output = self._init is not None
+        """Whether new samples use the held layout (cleared if a volume turns out not to be holdable)."""
         if sweep_on_start:
             sweep(self.client, orphans_only=True)
 
@@ -298,45 +390,20 @@ class DockerBackend(Backend[_DockerSample]):
         if not handle.agent_command:
             raise SandboxError(f"image {spec.image} has no entrypoint or command", sample_id=spec.sample_id)
         handle.workdir = config.get("WorkingDir") or "/tmp"
+        if spec.gateway_socket_dir is not None and spec.gateway_token is None:
+            raise SandboxError("gateway_socket_dir is set but gateway_token is not", sample_id=spec.sample_id)
 
         write_task_dir(handle.folder / "task", spec)
-        mounts = [
-            Mount("/task", str(handle.folder / "task"), type="bind", read_only=True),
-            Mount(f"/world/{spec.world_file.name}", str(spec.world_file.resolve()), type="bind", read_only=True),
-            Mount("/docs", str(spec.docs_dir.resolve()), type="bind", read_only=True),
-        ]
-        if spec.replay_dir is not None:
-            mounts.append(Mount("/replay", str(spec.replay_dir.resolve()), type="bind", read_only=True))
-        env = {"HOME": "/tmp", "ISPM_AGENT_CONTRACT": "ispm.agent/v1"}
-        keeper = KEEP_ALIVE
+        bin_dir = handle.folder / "bin"
+        bin_dir.mkdir(mode=0o755)
+        bin_dir.chmod(0o755)
         if spec.gateway_socket_dir is not None:
-            if spec.gateway_token is None:
-                raise SandboxError("gateway_socket_dir is set but gateway_token is not", sample_id=spec.sample_id)
-            bin_dir = handle.folder / "bin"
-            bin_dir.mkdir(mode=0o755)
-            bin_dir.chmod(0o755)
             script = bin_dir / "forwarder.py"
             shutil.copyfile(Path(forwarder.__file__), script)
             script.chmod(0o644)
-            mounts.append(Mount(FORWARDER_DIR, str(bin_dir), type="bind", read_only=True))
-            mounts.append(Mount(GATEWAY_DIR, str(spec.gateway_socket_dir.resolve()), type="bind", read_only=True))
-            keeper = [
-                "python3",
-                "-I",
-                f"{FORWARDER_DIR}/forwarder.py",
-                "--socket",
-                f"{GATEWAY_DIR}/{GATEWAY_SOCKET_NAME}",
-                "--port",
-                str(FORWARDER_PORT),
-            ]
-            env |= gateway_env(spec.gateway_token.get_secret_value())
-        env |= spec.env
-
-        labels = spec.labels()
-        nonce = secrets.token_hex(4)
         try:
             volume = self.api.create_volume(
-                name=f"ispm-out-{_name_part(spec.sample_id)}-{nonce}",
+                name=f"ispm-out-{_name_part(spec.sample_id)}-{secrets.token_hex(4)}",
                 driver="local",
                 driver_opts={
                     "type": "tmpfs",
@@ -344,18 +411,58 @@ class DockerBackend(Backend[_DockerSample]):
                     # The kernel enforces the size; nr_inodes bounds a flood of empty files.
                     "o": f"size={spec.output_bytes},nr_inodes=4096,uid=10001,gid=10001,mode=0755,nosuid,nodev,noexec",
                 },
-                labels=labels,
+                labels=spec.labels(),
             )
-            handle.volume = str(volume["Name"])
-            handle.volume_path = Path(str(volume.get("Mountpoint") or "")) if volume.get("Mountpoint") else None
-            mounts.append(Mount("/output", handle.volume, type="volume", no_copy=True))
+        except _ENGINE_ERRORS as exc:
+            raise SandboxError(f"cannot create the output volume: {exc}", sample_id=spec.sample_id) from exc
+        handle.volume = str(volume["Name"])
+        handle.volume_path = Path(str(volume.get("Mountpoint") or "")) if volume.get("Mountpoint") else None
+        # Held only where this process sees the (still empty) mount point; start confirms it is the tmpfs.
+        handle.held = self.holds_output and handle.volume_path is not None and os.access(handle.volume_path, os.X_OK)
+        if handle.held:
+            assert self._init is not None
+            init = bin_dir / "init"
+            shutil.copyfile(self._init, init)
+            # Execute-only for the agent: exec'ing a file it cannot read leaves the init non-dumpable, so the
+            # agent (same uid) can neither ptrace it nor read its memory; as pid 1 it ignores SIGKILL/SIGSTOP.
+            init.chmod(0o711)
+        self._create_container(handle)
+
+    def _create_container(self, handle: _DockerSample) -> None:
+        spec = handle.spec
+        assert handle.volume is not None
+        mounts = [
+            Mount("/task", str(handle.folder / "task"), type="bind", read_only=True),
+            Mount(f"/world/{spec.world_file.name}", str(spec.world_file.resolve()), type="bind", read_only=True),
+            Mount("/docs", str(spec.docs_dir.resolve()), type="bind", read_only=True),
+            Mount("/output", handle.volume, type="volume", no_copy=True),
+        ]
+        if spec.replay_dir is not None:
+            mounts.append(Mount("/replay", str(spec.replay_dir.resolve()), type="bind", read_only=True))
+        env = {"HOME": "/tmp", "ISPM_AGENT_CONTRACT": "ispm.agent/v1"}
+        if spec.gateway_socket_dir is not None or handle.held:
+            mounts.append(Mount(FORWARDER_DIR, str(handle.folder / "bin"), type="bind", read_only=True))
+        if spec.gateway_socket_dir is not None:
+            assert spec.gateway_token is not None
+            mounts.append(Mount(GATEWAY_DIR, str(spec.gateway_socket_dir.resolve()), type="bind", read_only=True))
+            env |= gateway_env(spec.gateway_token.get_secret_value())
+        env |= spec.env
+        if handle.held:
+            # The agent itself, behind the init and the gate, as the main process; nothing is logged to disk
+            # (stdout and stderr are attached), so 100 MB of output costs no disk.
+            command = [INIT_PATH, "--", *GATE, *handle.agent_command]
+            run_as, workdir, init, keep_stdin, log_config = AGENT_USER, handle.workdir, False, True, "none"
+        else:
+            command = self._forwarder_command() if spec.gateway_socket_dir is not None else KEEP_ALIVE
+            run_as, workdir, init, keep_stdin, log_config = KEEPER_USER, "/", True, False, "json-file"
+        try:
             host_config = self.api.create_host_config(
                 mounts=mounts,
                 tmpfs={"/tmp": f"rw,nosuid,nodev,noexec,size={spec.tmp_bytes},mode=1777"},
                 read_only=True,
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
-                init=True,
+                init=init,
                 network_mode="none",
                 ipc_mode="private",
                 shm_size=16 * 1024**2,
@@ -363,32 +470,178 @@ class DockerBackend(Backend[_DockerSample]):
                 mem_limit=spec.memory_bytes,
                 memswap_limit=spec.memory_bytes,
                 nano_cpus=int(spec.cpus * 1e9),
+                log_config=LogConfig(type=log_config),
             )
             created = self.api.create_container(
                 spec.image,
-                name=f"ispm-{_name_part(spec.run_id)}-{_name_part(spec.sample_id)}-{nonce}",
-                entrypoint=keeper,
+                name=f"ispm-{_name_part(spec.run_id)}-{_name_part(spec.sample_id)}-{secrets.token_hex(4)}",
+                entrypoint=command,
                 command=[],
-                user=KEEPER_USER,
-                working_dir="/",
+                user=run_as,
+                working_dir=workdir,
                 environment=env,
-                labels=labels,
+                labels=spec.labels(),
                 host_config=host_config,
+                # With it the client sets StdinOnce: the engine closes the agent's stdin after the gate line.
+                stdin_open=keep_stdin,
             )
         except _ENGINE_ERRORS as exc:
             raise SandboxError(f"cannot create the container: {exc}", sample_id=spec.sample_id) from exc
         handle.container = str(created["Id"])
 
+    @staticmethod
+    def _forwarder_command() -> list[str]:
+        return [
+            "python3",
+            "-I",
+            f"{FORWARDER_DIR}/forwarder.py",
+            "--socket",
+            f"{GATEWAY_DIR}/{GATEWAY_SOCKET_NAME}",
+            "--port",
+            str(FORWARDER_PORT),
+        ]
+
     # -- run ---------------------------------------------------------------------------------------------
 
     def run(self, handle: _DockerSample) -> AgentEnd:
-        """Start the keeper, then the agent as an exec; wait for its end or the time limit.
+        """Start the sample and wait for the agent's end or the time limit.
+
+        Held layout: attach, start, hold ``/output``, start the forwarder (gateway path), open the gate.
+        Keeper layout: start the keeper, then the agent as an exec.
 
         Raises:
-            SandboxError: the engine failed to start the container or the exec.
+            SandboxError: the engine failed to start the container or the agent.
         """
-        spec, cid = handle.spec, handle.container
         started = time.perf_counter()
+        if handle.held:
+            self._start_held(handle)
+            if handle.output_fd is None:
+                self._check_still_running(handle)
+                # Running, yet the mount point is not its tmpfs (another mount namespace): the agent never ran.
+                # Use the keeper layout from now on, starting with this sample.
+                _log.warning("sandbox.cannot_hold_output", sample=handle.spec.sample_id, path=str(handle.volume_path))
+                self.holds_output = False
+                self._discard_container(handle)
+                handle.held = False
+                self._create_container(handle)
+            else:
+                return self._run_held(handle, started)
+        return self._run_keeper(handle, started)
+
+    def _start_held(self, handle: _DockerSample) -> None:
+        spec, cid = handle.spec, handle.container
+        try:
+            # Attached before the start, so no output is missed; stdin carries the gate line.
+            handle.attach = self.api.attach_socket(cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            self.api.start(cid)
+        except _ENGINE_ERRORS as exc:
+            raise SandboxError(f"cannot start the container: {exc}", sample_id=spec.sample_id) from exc
+        handle.started_at = time.time() - 1.0  # the engine's clock may lag ours: look a little earlier
+        assert handle.volume_path is not None
+        handle.output_fd = _hold_volume(handle.volume_path, spec.output_bytes)
+
+    def _check_still_running(self, handle: _DockerSample) -> None:
+        # A container that stopped behind a shut gate had an image that cannot run it (no /bin/sh, say):
+        # that sample fails, and the layout stays.
+        try:
+            state = self.api.inspect_container(handle.container)["State"]
+        except _ENGINE_ERRORS as exc:
+            raise SandboxError(f"cannot inspect the container: {exc}", sample_id=handle.spec.sample_id) from exc
+        if not state.get("Running"):
+            raise SandboxError(
+                f"the container stopped before its agent started (exit code {state.get('ExitCode')}); "
+                "an agent image needs /bin/sh, as ispm/base has",
+                sample_id=handle.spec.sample_id,
+            )
+
+    def _discard_container(self, handle: _DockerSample) -> None:
+        if handle.attach is not None:
+            handle.attach.close()
+            handle.attach = None
+        try:
+            self.api.remove_container(handle.container, force=True)
+        except _ENGINE_ERRORS as exc:
+            raise SandboxError(f"cannot remove the container: {exc}", sample_id=handle.spec.sample_id) from exc
+        handle.container = None
+
+    def _run_held(self, handle: _DockerSample, started: float) -> AgentEnd:
+        spec, cid = handle.spec, handle.container
+        if spec.gateway_socket_dir is not None:
+            problem = self._exec_forwarder(handle)
+            if problem is not None:
+                handle.timings.start = time.perf_counter() - started
+                return AgentEnd(failure=("gateway_error", problem))
+        ended: dict[str, Any] = {}
+
+        def wait() -> None:
+            try:
+                ended["status"] = self.api.wait(cid)
+            except _ENGINE_ERRORS as exc:
+                ended["error"] = exc
+
+        waiter = threading.Thread(target=wait, name=f"sandbox-wait-{spec.sample_id}", daemon=True)
+        waiter.start()
+        handle.reader = threading.Thread(
+            target=_pump,
+            args=(_frames(handle.attach), handle.stdout, handle.stderr),
+            name=f"sandbox-{spec.sample_id}",
+            daemon=True,
+        )
+        handle.reader.start()
+        try:
+            gate = _raw_socket(handle.attach)
+            gate.sendall(b"go\n")
+            gate.shutdown(socket.SHUT_WR)
+        except OSError as exc:
+            raise SandboxError(f"cannot start the agent: {exc}", sample_id=spec.sample_id) from exc
+        agent_started = time.perf_counter()
+        handle.timings.start = agent_started - started
+
+        waiter.join(spec.time_limit_s)
+        timed_out = waiter.is_alive()
+        handle.timings.agent = time.perf_counter() - agent_started
+        if timed_out:
+            # Still running: see whether it is stuck on the pids limit, then kill it. What it wrote is held.
+            handle.pids_full = self._pids_exhausted(handle)
+            try:
+                self.api.kill(cid)
+            except docker.errors.APIError as exc:
+                if exc.status_code != 409:  # 409: it stopped by itself meanwhile
+                    raise SandboxError(f"cannot kill the agent: {exc}", sample_id=spec.sample_id) from exc
+            except _ENGINE_ERRORS as exc:
+                raise SandboxError(f"cannot kill the agent: {exc}", sample_id=spec.sample_id) from exc
+            waiter.join(_KILL_WAIT_S)
+            return AgentEnd(timed_out=True)
+        if "error" in ended:
+            raise SandboxError(f"cannot wait for the agent: {ended['error']}", sample_id=spec.sample_id)
+        return AgentEnd(exit_code=int(ended["status"]["StatusCode"]))
+
+    def _exec_forwarder(self, handle: _DockerSample) -> str | None:
+        # The forwarder runs as the keeper's uid, which the agent cannot signal; the gate stays shut until it
+        # says it listens, so the agent never races it to the port.
+        try:
+            exec_id = self.api.exec_create(
+                handle.container, self._forwarder_command(), stdout=True, stderr=True, user=KEEPER_USER, workdir="/"
+            )["Id"]
+            handle.forwarder_stream = self.api.exec_start(exec_id, socket=True)
+        except _ENGINE_ERRORS as exc:
+            return f"cannot start the gateway forwarder: {exc}"
+        ready = threading.Event()
+        logs = TailBuffer(4096)
+        threading.Thread(
+            target=_pump,
+            args=(_frames(handle.forwarder_stream), logs, logs, ready),
+            name=f"sandbox-forwarder-{handle.spec.sample_id}",
+            daemon=True,
+        ).start()
+        ready.wait(_READY_TIMEOUT_S)
+        text = logs.text()
+        if forwarder.READY in text:
+            return None
+        return f"the gateway forwarder did not start within {_READY_TIMEOUT_S:g} s: {text.strip() or 'no output'}"
+
+    def _run_keeper(self, handle: _DockerSample, started: float) -> AgentEnd:
+        spec, cid = handle.spec, handle.container
         try:
             self.api.start(cid)
         except _ENGINE_ERRORS as exc:
@@ -405,12 +658,14 @@ class DockerBackend(Backend[_DockerSample]):
                     cid, handle.agent_command, stdout=True, stderr=True, user=AGENT_USER, workdir=handle.workdir
                 )["Id"]
             )
-            stream = self.api.exec_start(handle.exec_id, stream=True, demux=True)
+            stream = self.api.exec_start(handle.exec_id, socket=True)
         except _ENGINE_ERRORS as exc:
             raise SandboxError(f"cannot start the agent: {exc}", sample_id=spec.sample_id) from exc
+        handle.attach = stream
         handle.reader = threading.Thread(
-            target=_pump, args=(stream, handle.stdout, handle.stderr), name=f"sandbox-{spec.sample_id}", daemon=True
-        )
+            target=_pump, args=(_frames(stream), handle.stdout, handle.stderr), name=f"sandbox-{spec.sample_id}",
+            daemon=True,
+        )  # fmt: skip
         handle.reader.start()
         agent_started = time.perf_counter()
         handle.timings.start = agent_started - started
@@ -484,24 +739,32 @@ class DockerBackend(Backend[_DockerSample]):
     # -- collect -----------------------------------------------------------------------------------------
 
     def collect(self, handle: _DockerSample, end: AgentEnd) -> SampleOutput:
-        """Freeze the container if needed, read ``/output`` and classify the sample.
+        """Read ``/output`` of the stopped (or frozen) agent and classify the sample.
 
-        The container is paused before reading unless the agent exited cleanly and ``/output`` is read
-        from the volume's mount point: that read never follows a link and tolerates a leftover process
-        still writing (the agent only spoils its own answer), while ``get_archive`` would fail on a file
-        that changes under it. The pause costs ~10 ms a sample.
+        Held layout: the container has stopped (or, on a failed gateway start, the agent never ran), so
+        nothing can write any more; ``/output`` is read through the held descriptor. Keeper layout: the
+        container is paused before reading unless the agent exited cleanly and ``/output`` is read from the
+        volume's mount point: that read never follows a link and tolerates a leftover process still writing
+        (the agent only spoils its own answer), while ``get_archive`` would fail on a file that changes under
+        it. The pause costs ~10 ms a sample.
 
         Raises:
             SandboxError: the engine failed to pause the container or to stream ``/output``.
         """
         spec = handle.spec
         clean = not end.timed_out and end.failure is None and end.exit_code == 0
-        direct = self.direct_read and _is_our_volume(handle.volume_path, spec.output_bytes)
-        if not (clean and direct):
-            self._freeze(handle)
+        if handle.held:
+            direct = True
+            handle.collectable = handle.output_fd is not None
+        else:
+            direct = self.direct_read and _is_our_volume(handle.volume_path, spec.output_bytes)
+            if not (clean and direct):
+                self._freeze(handle)
         if not end.timed_out and end.failure is None and end.exit_code not in (0, None):
             end.oom_killed = self._oom_seen(handle, end.exit_code)
-        if (end.timed_out or end.exit_code not in (0, None)) and self._pids_exhausted(handle):
+        # Held: checked at the time limit, before the kill (a stopped container has no pids to count).
+        failed = end.timed_out or end.exit_code not in (0, None)
+        if failed and (handle.pids_full or (not handle.held and self._pids_exhausted(handle))):
             end.notes.append(f"the pids limit of {spec.pids} was reached")
         if not handle.collectable and end.failure is None:
             end.failure = ("sandbox_error", "the container stopped before its output could be collected")
@@ -541,6 +804,12 @@ class DockerBackend(Backend[_DockerSample]):
 
     def _read_output(self, handle: _DockerSample, direct: bool) -> dict[str, OutputFile]:
         spec = handle.spec
+        if handle.output_fd is not None:
+            # The tmpfs root as the held descriptor reaches it; it may no longer be mounted anywhere.
+            try:
+                return files_from_dir(Path(f"/proc/self/fd/{handle.output_fd}"), spec.limits)
+            except OSError as exc:
+                raise SandboxError(f"cannot read /output: {exc}", sample_id=spec.sample_id) from exc
         if direct and handle.volume_path is not None:
             try:
                 return files_from_dir(handle.volume_path, spec.limits)
@@ -563,7 +832,7 @@ class DockerBackend(Backend[_DockerSample]):
     # -- remove ------------------------------------------------------------------------------------------
 
     def remove(self, handle: _DockerSample) -> None:
-        """Force-remove the container (paused or not), then the volume and the host folder.
+        """Force-remove the container (paused or not), then the volume, the held descriptor and the host folder.
 
         Raises:
             SandboxError: the container or volume could not be removed.
@@ -591,6 +860,13 @@ class DockerBackend(Backend[_DockerSample]):
                     if attempt == 4:
                         problems.append(f"volume: {exc}")
                     time.sleep(0.05 * (attempt + 1))
+        for stream in (handle.attach, handle.forwarder_stream):
+            if stream is not None:
+                stream.close()
+        handle.attach = handle.forwarder_stream = None
+        if handle.output_fd is not None:
+            os.close(handle.output_fd)  # frees the tmpfs, unmounted since the container stopped
+            handle.output_fd = None
         if handle.reader is not None:
             handle.reader.join(2.0)
         shutil.rmtree(handle.folder, ignore_errors=True)

@@ -14,6 +14,12 @@ parent's digest for the derived images. If the tag exists, the image is reused: 
 What the digest does not cover: the mirror's content (a Debian point release behind the same apt
 sources keeps the tag) and the mmdebstrap version. Pin the sources to a snapshot URI to pin the
 former; two builds from the same mirror state are byte-identical (see ``build_rootfs``).
+
+**An upstream base, as an option.** A machine that does reach a registry may set
+``ISPM_UPSTREAM_BASE`` to an upstream Debian image pinned by digest (``debian@sha256:<hex>``, or a
+local image id ``sha256:<hex>``). The base is then ``docker build`` of ``images/base/Dockerfile.upstream``
+on it, with the same customize hook; the pinned reference replaces the apt sources in the digest. An
+unpinned reference (a bare tag) is refused: a tag can move, and the benchmark's images must not.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,6 +65,10 @@ IMPORT_CHANGES: tuple[str, ...] = (
     'CMD ["/bin/bash"]',
 )
 _BUILD_LOG_TAIL = 40
+UPSTREAM_ENV = "ISPM_UPSTREAM_BASE"
+# A reference pinned to content: `name@sha256:<64 hex>` (a registry manifest digest) or `sha256:<64 hex>` (an image
+# id on this engine). Anything else, `debian:bookworm` above all, names something that can change under us.
+_PINNED = re.compile(r"^(?:[a-z0-9][a-z0-9._/:-]*@)?sha256:[0-9a-f]{64}$")
 
 
 class ImageError(IspmError):
@@ -83,6 +94,8 @@ class ImageRef(BaseModel):
     """Wall time this call spent building it (0 when reused)."""
     rootfs_sha256: str | None = None
     """Base only: sha256 of the rootfs tarball, which is also the image's single layer diff ID."""
+    upstream: str | None = None
+    """Base only: the pinned upstream image it was built on, when not built from Debian packages."""
 
 
 class ImageRecord(BaseModel):
@@ -154,7 +167,27 @@ def _tree(folder: Path) -> list[list[object]]:
     return entries
 
 
-def input_digest(spec: ImageSpec, parent_digest: str | None, sources: list[Path]) -> str:
+def upstream_base() -> str | None:
+    """The pinned upstream base from ``$ISPM_UPSTREAM_BASE``, or None for the registry-free build.
+
+    Raises:
+        ImageError: the variable is set to a reference that is not pinned by digest.
+    """
+    ref = os.environ.get(UPSTREAM_ENV, "").strip()
+    return check_pinned(ref) if ref else None
+
+
+def check_pinned(ref: str) -> str:
+    """``ref`` if it names an image by content digest; otherwise an ``ImageError`` that says how to pin it."""
+    if not _PINNED.fullmatch(ref):
+        raise ImageError(
+            f"{UPSTREAM_ENV}={ref!r} is not pinned: give name@sha256:<64 hex> (see `docker images --digests`) "
+            "or a local image id sha256:<64 hex>, never a tag, which can move"
+        )
+    return ref
+
+
+def input_digest(spec: ImageSpec, parent_digest: str | None, sources: list[Path], upstream: str | None = None) -> str:
     """``sha256:<hex>`` over everything that decides the content of the image ``spec``."""
     doc: dict[str, object] = {
         "scheme": DIGEST_SCHEME,
@@ -162,7 +195,9 @@ def input_digest(spec: ImageSpec, parent_digest: str | None, sources: list[Path]
         "files": _tree(images_dir() / spec.folder),
         "parent": parent_digest,
     }
-    if spec.parent is None:
+    if spec.parent is None and upstream is not None:
+        doc["upstream"] = upstream
+    elif spec.parent is None:
         doc["import_changes"] = list(IMPORT_CHANGES)
         doc["apt_sources"] = [[str(p), _sha256_file(p)] for p in sources]
     canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"))
@@ -174,17 +209,21 @@ def tag_for(name: str, digest: str) -> str:
     return f"{REPOSITORY_PREFIX}{name}:{digest.removeprefix('sha256:')[:12]}"
 
 
-def expected_tags(sources: list[Path] | None = None) -> dict[str, str]:
-    """The tag every image would have now, computed from the inputs alone (no Docker needed)."""
-    digests = _digests(apt_source_files() if sources is None else sources)
+def expected_tags(sources: list[Path] | None = None, upstream: str | None = None) -> dict[str, str]:
+    """The tag every image would have now, computed from the inputs alone (no Docker needed).
+
+    ``upstream`` defaults to :func:`upstream_base` (the environment).
+    """
+    base = upstream if upstream is not None else upstream_base()
+    digests = _digests(apt_source_files() if sources is None else sources, base)
     return {name: tag_for(name, d) for name, d in digests.items()}
 
 
-def _digests(sources: list[Path]) -> dict[str, str]:
+def _digests(sources: list[Path], upstream: str | None) -> dict[str, str]:
     digests: dict[str, str] = {}
     for spec in SPECS:  # parents come before children in SPECS
         parent = digests[spec.parent] if spec.parent else None
-        digests[spec.name] = input_digest(spec, parent, sources)
+        digests[spec.name] = input_digest(spec, parent, sources, upstream)
     return digests
 
 
@@ -254,14 +293,43 @@ def _build_base(client: Any, tag: str, digest: str, sources: list[Path]) -> tupl
     return image, sha
 
 
+def build_upstream_base(client: Any, upstream: str, tag: str, digest: str) -> Any:
+    """``docker build`` of ``images/base/Dockerfile.upstream`` on the pinned ``upstream``, tagged ``tag``.
+
+    The one step that may reach a registry: the engine fetches ``upstream`` only if it does not have it.
+    """
+    epoch = (images_dir() / "base" / "SOURCE_DATE_EPOCH").read_text(encoding="utf-8").strip()
+    args = {"UPSTREAM": check_pinned(upstream), "SOURCE_DATE_EPOCH": epoch}
+    return docker_build(client, images_dir() / "base", tag, digest, args, dockerfile="Dockerfile.upstream")
+
+
 def _build_derived(client: Any, spec: ImageSpec, tag: str, digest: str, parent_tag: str) -> Any:
+    return docker_build(client, images_dir() / spec.folder, tag, digest, {"BASE": parent_tag}, name=spec.name)
+
+
+def docker_build(
+    client: Any,
+    context: Path,
+    tag: str,
+    digest: str,
+    args: dict[str, str],
+    *,
+    name: str = "base",
+    dockerfile: str = "Dockerfile",
+) -> Any:
+    """``docker build`` of ``context`` as ``tag``, labelled with our name and input digest; never pulls a parent.
+
+    Raises:
+        ImageError: the build failed; the message ends with the tail of the build log.
+    """
     try:
         image, _ = client.images.build(
-            path=str(images_dir() / spec.folder),
+            path=str(context),
+            dockerfile=dockerfile,
             tag=tag,
-            buildargs={"BASE": parent_tag},
-            labels={LABEL_NAME: spec.name, LABEL_DIGEST: digest},
-            pull=False,  # the parent is local; there is no registry to ask
+            buildargs=args,
+            labels={LABEL_NAME: name, LABEL_DIGEST: digest},
+            pull=False,  # never ask a registry for a newer parent; a missing one is fetched only if pinned upstream
             rm=True,
             forcerm=True,
         )
@@ -279,14 +347,23 @@ def _rootfs_sha(image: Any) -> str | None:
     return str(layers[0]).removeprefix("sha256:") if len(layers) == 1 else None
 
 
-def _ensure_one(client: Any, spec: ImageSpec, digest: str, sources: list[Path], refs: dict[str, ImageRef]) -> ImageRef:
+def _ensure_one(
+    client: Any,
+    spec: ImageSpec,
+    digest: str,
+    sources: list[Path],
+    refs: dict[str, ImageRef],
+    upstream: str | None,
+) -> ImageRef:
     tag = tag_for(spec.name, digest)
     image = _existing(client, tag)
     started = time.monotonic()
     built = image is None
     if image is None:
         _log.info("image.build", image=spec.name, tag=tag)
-        if spec.parent is None:
+        if spec.parent is None and upstream is not None:
+            image = build_upstream_base(client, upstream, tag, digest)
+        elif spec.parent is None:
             image, tarball_sha = _build_base(client, tag, digest, sources)
             if _rootfs_sha(image) != tarball_sha:
                 raise ImageError(f"{tag}: imported layer is not the rootfs tarball {tarball_sha}")
@@ -302,7 +379,8 @@ def _ensure_one(client: Any, spec: ImageSpec, digest: str, sources: list[Path], 
         input_digest=digest,
         built=built,
         seconds=seconds,
-        rootfs_sha256=_rootfs_sha(image) if spec.parent is None else None,
+        rootfs_sha256=_rootfs_sha(image) if spec.parent is None and upstream is None else None,
+        upstream=upstream if spec.parent is None else None,
     )
     _log.info("image.ready", image=spec.name, tag=tag, built=built, seconds=seconds)
     return ref
@@ -331,15 +409,17 @@ def _write_record(refs: dict[str, ImageRef]) -> None:
 def ensure_images(client: Any | None = None, sources: list[Path] | None = None) -> dict[str, ImageRef]:
     """Make sure every sandbox image exists for the current inputs; build only what is missing.
 
+    The base comes from Debian packages, or from ``$ISPM_UPSTREAM_BASE`` when that is set (see the module docs).
     Returns the references by short name and records them in ``.cache/images.json``.
     """
     files = apt_source_files() if sources is None else sources
+    upstream = upstream_base()
     engine = client if client is not None else _docker()
     refs: dict[str, ImageRef] = {}
     with _build_lock():
-        digests = _digests(files)
+        digests = _digests(files, upstream)
         for spec in SPECS:
-            refs[spec.name] = _ensure_one(engine, spec, digests[spec.name], files, refs)
+            refs[spec.name] = _ensure_one(engine, spec, digests[spec.name], files, refs, upstream)
         _write_record(refs)
     return refs
 

@@ -30,11 +30,10 @@ import docker.errors
 
 from runner import log
 from runner.sandbox.images import (
-    LABEL_DIGEST,
-    LABEL_NAME,
     REPOSITORY_PREFIX,
     ImageError,
     ImageRef,
+    docker_build,
     ensure_images,
     images_dir,
     repo_root,
@@ -134,20 +133,7 @@ def _build(engine: Any, tag: str, digest: str, base_tag: str) -> Any:
     _log.info("image.build", image=NAME, tag=tag)
     try:
         prepare_context(context, log_file)
-        image, _ = engine.images.build(
-            path=str(context),
-            tag=tag,
-            buildargs={"BASE": base_tag},
-            labels={LABEL_NAME: NAME, LABEL_DIGEST: digest},
-            pull=False,  # the base is local; there is no registry to ask
-            rm=True,
-            forcerm=True,
-        )
-    except docker.errors.BuildError as exc:
-        lines = [str(chunk.get("stream") or chunk.get("error") or "").rstrip() for chunk in exc.build_log]
-        raise ImageError(f"docker build of {tag} failed: {exc}\n" + "\n".join(lines[-_LOG_TAIL:])) from exc
-    except docker.errors.APIError as exc:
-        raise ImageError(f"docker build of {tag} failed: {exc}") from exc
+        image = docker_build(engine, context, tag, digest, {"BASE": base_tag}, name=NAME)
     finally:
         shutil.rmtree(context, ignore_errors=True)
     return image
