@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import queue
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -40,6 +41,12 @@ class Reply:
     """Answer 200 with a body that is not JSON."""
     drop: bool = False
     """Close the connection without answering (tests a reset)."""
+    chunked: bool = False
+    """Send the body with chunked transfer coding instead of a Content-Length."""
+    close: bool = False
+    """Answer with ``Connection: close``, then close the connection."""
+    hangup: bool = False
+    """Close the connection after answering without saying so first (as an idle keep-alive timeout does)."""
 
 
 @dataclass
@@ -50,6 +57,8 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: Any
+    peer: Any = None
+    """The client's address: equal for requests that came over one kept-alive connection."""
 
 
 def openai_completion(
@@ -109,8 +118,11 @@ def anthropic_message(
 class FakeProvider:
     """The server. ``push`` scripts replies; ``seen`` lists requests received, in order."""
 
-    def __init__(self, delay: float = 0.0) -> None:
-        """Start serving on 127.0.0.1 at a free port; canned replies wait ``delay`` seconds (benchmarks)."""
+    def __init__(self, delay: float = 0.0, *, tls: tuple[str, str] | None = None) -> None:
+        """Start serving on 127.0.0.1 at a free port; canned replies wait ``delay`` seconds (benchmarks).
+
+        ``tls`` (certificate file, key file) serves HTTPS instead; :attr:`url` still says ``http://``.
+        """
         self.delay = delay
         self._script: queue.SimpleQueue[Reply] = queue.SimpleQueue()
         self._release = threading.Event()
@@ -118,6 +130,10 @@ class FakeProvider:
         self._seen_lock = threading.Lock()
         handler = type("Handler", (_Handler,), {"fake": self})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self._server.daemon_threads = True
         self._server.block_on_close = False
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.01,), daemon=True)
@@ -176,7 +192,8 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw
         with self.fake._seen_lock:
-            self.fake.seen.append(Seen("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            self.fake.seen.append(Seen("POST", self.path, headers, body, self.client_address))
         reply = self.fake._next(self.path)
         if reply.delay:
             time.sleep(reply.delay)
@@ -197,7 +214,14 @@ class _Handler(BaseHTTPRequestHandler):
             data = json.dumps(reply.body if reply.body is not None else {}).encode()
         head = [f"HTTP/1.1 {reply.status} Scripted", "Content-Type: application/json"]
         head += [f"{k}: {v}" for k, v in reply.headers.items()]
-        head.append(f"Content-Length: {len(data)}")
+        if reply.chunked:
+            head.append("Transfer-Encoding: chunked")
+            data = b"".join(b"%x;ext=1\r\n%s\r\n" % (len(p), p) for p in (data[:10], data[10:]) if p) + b"0\r\n\r\n"
+        else:
+            head.append(f"Content-Length: {len(data)}")
+        if reply.close:
+            head.append("Connection: close")
+        self.close_connection = reply.close or reply.hangup
         self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
 
     def log_message(self, format: str, *args: Any) -> None:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
+from http.client import HTTPConnection
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import structlog
 from fake_provider import ANTHROPIC_MODEL, OPENAI_MODEL, FakeProvider, Reply, anthropic_message, fake_provider
 from fake_provider import openai_completion as completion
 
@@ -324,3 +328,96 @@ def test_revoke_counts_requests_still_in_flight(provider_env: FakeProvider) -> N
     assert (early.in_flight, early.input_tokens) == (1, 0)
     assert (final.in_flight, final.requests, final.input_tokens, final.output_tokens) == (0, 1, 500, 50)
     assert answered == [200] and len(provider_env.seen) == 1  # forwarded before the revoke: still answered
+
+
+def raw_exchange(address: tuple[str, int], data: bytes, *, wait: float = 2.0) -> bytes:
+    """Send ``data`` on a fresh TCP connection and read until the gateway closes it (or ``wait`` passes)."""
+    with socket.create_connection(address, timeout=wait) as sock:
+        sock.sendall(data)
+        received = b""
+        try:
+            while chunk := sock.recv(65536):
+                received += chunk
+        except TimeoutError:
+            pass
+    return received
+
+
+def request_bytes(token: str, body: bytes = b"", *, version: str = "HTTP/1.1", extra: str = "") -> bytes:
+    head = f"POST /v1/chat/completions {version}\r\nHost: g\r\nAuthorization: Bearer {token}\r\n{extra}"
+    return f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body
+
+
+def test_http_framing_over_a_raw_socket(gateway: Gateway) -> None:
+    address = gateway.listen_tcp()
+    token = gateway.issue_token("raw")
+    body = json.dumps(CHAT).encode()
+    # two pipelined requests on one connection, the second asking to close: two replies, then EOF
+    both = raw_exchange(address, request_bytes(token, body) + request_bytes(token, body, extra="Connection: close\r\n"))
+    assert both.count(b"HTTP/1.1 200 OK\r\n") == 2 and both.rstrip().endswith(b"}")
+    assert b"Connection: close" in both.split(b"HTTP/1.1 200 OK")[2]
+    # HTTP/1.0 without keep-alive: closed after the reply
+    assert raw_exchange(address, request_bytes(token, body, version="HTTP/1.0")).startswith(b"HTTP/1.1 200 OK")
+    # Expect: 100-continue is answered before the body is sent
+    with socket.create_connection(address, timeout=2) as sock:
+        head = request_bytes(token, body, extra="Expect: 100-continue\r\n").split(b"\r\n\r\n")[0] + b"\r\n\r\n"
+        sock.sendall(head)
+        assert sock.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(body)
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200 OK")
+    assert gateway.usage("raw").requests == 4
+
+
+@pytest.mark.parametrize(
+    ("data", "status"),
+    [
+        (b"POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 411),
+        (b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}", 411),
+        (b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n", 413),
+        (b"GARBAGE\r\n\r\n", 400),
+        (b"POST /v1/chat/completions HTTP/2.0\r\n\r\n", 505),  # http.server: HTTP Version Not Supported
+        (b"POST /v1/chat/completions HTTP/1.1\r\nno colon here\r\n\r\n", 400),
+        (b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length : 2\r\n\r\n{}", 400),  # no space before the colon
+        (b"POST /v1/chat/completions HTTP/1.1\r\nX: " + b"a" * 70000 + b"\r\n\r\n", 431),
+        (b"POST /v1/chat/completions HTTP/1.1\r\n" + b"X: y\r\n" * 101 + b"\r\n", 431),
+        (b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n", 414),
+        (b"DELETE /v1/chat/completions HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 501),
+    ],
+)
+def test_malformed_requests_are_refused_and_closed(gateway: Gateway, data: bytes, status: int) -> None:
+    reply = raw_exchange(gateway.listen_tcp(), data)
+    assert reply.startswith(f"HTTP/1.1 {status} ".encode())
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert b"\r\nConnection: close" in head and json.loads(body)["error"]["message"]
+
+
+def test_a_half_sent_request_costs_nothing(gateway: Gateway) -> None:
+    address = gateway.listen_tcp()
+    token = gateway.issue_token("half")
+    assert raw_exchange(address, request_bytes(token, b'{"messages": []}')[:-5], wait=0.3) == b""
+    with socket.create_connection(address, timeout=2) as sock:
+        sock.sendall(request_bytes(token, b'{"messages": []}')[:-5])
+        sock.shutdown(socket.SHUT_WR)  # the client gives up mid-body
+        assert sock.recv(65536) == b""
+    assert gateway.usage("half").requests == 0
+    assert raw_exchange(address, b"GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n").endswith(b'{"ok": true}')
+
+
+def test_internal_error_tracebacks_never_show_the_key(
+    gateway: Gateway, http: httpx.Client, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def bug(self: Any, data: Any) -> Any:  # called by http.client with the request head, key included, in scope
+        raise RuntimeError("a bug deep in the wire")
+
+    monkeypatch.setattr(HTTPConnection, "send", bug)
+    resp = post(http, gateway.issue_token("bug"))
+    assert resp.status_code == 500 and "internal_error" in resp.text
+    records = [r for r in caplog.records if r.exc_info]
+    assert records, "the internal error is logged with its traceback"
+    rendered = io.StringIO()
+    for record in records:  # as the console renders them (rich, every frame's locals), but untruncated
+        assert record.exc_info is not None
+        structlog.dev.RichTracebackFormatter(width=200, locals_max_string=10**6)(rendered, record.exc_info)
+    text = rendered.getvalue()
+    assert "connections.py" in text and "http.client failed unexpectedly: RuntimeError" in text
+    assert KEY not in text

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
 import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fake_provider import (
     ANTHROPIC_MODEL,
@@ -22,6 +28,7 @@ from runner.gateway import anthropic_translate as tr
 from runner.gateway.preflight import PreflightError, preflight
 from runner.gateway.providers import (
     AnthropicClient,
+    BadEndpoint,
     ClientSettings,
     MissingCredential,
     OpenAIClient,
@@ -362,3 +369,114 @@ def test_preflight_explains_endpoint_failures(env: FakeProvider, monkeypatch: py
     assert "rejected the key in OPENAI_API_KEY" in rejected
     assert "cannot reach http://127.0.0.1:" in unreachable
     assert KEY not in str(info.value)
+
+
+# -- the wire: http.client framing, connection reuse, pool limits, TLS, and the httpx fallback --------------
+
+
+@pytest.mark.parametrize(
+    "first",
+    [Reply(body=_oa(prompt=3)), Reply(body=_oa(prompt=3), chunked=True)],
+    ids=["content-length", "chunked"],
+)
+def test_keep_alive_reuses_one_connection(env: FakeProvider, first: Reply) -> None:
+    sleeps = Sleeps()
+    client = OpenAIClient(FAST, sleep=sleeps)
+    env.push(first, Reply(body=_oa(prompt=5)))
+    results = [client.chat("m", chat()) for _ in range(3)]
+    assert [r.input_tokens for r in results] == [3, 5, 11] and [r.attempts for r in results] == [1, 1, 1]
+    assert len({seen.peer for seen in env.seen}) == 1 and sleeps == []
+    assert json.loads(results[0].raw) == results[0].body
+
+
+@pytest.mark.parametrize("ending", ["close", "hangup"])
+def test_a_closed_connection_is_replaced_without_a_retry(env: FakeProvider, ending: str) -> None:
+    sleeps = Sleeps()
+    client = OpenAIClient(FAST, sleep=sleeps)
+    env.push(Reply(body=_oa(prompt=3), **{ending: True}), Reply(body=_oa(prompt=5)))
+    assert client.chat("m", chat()).input_tokens == 3
+    time.sleep(0.1)  # the fake's FIN reaches us: the idle connection is readable, so it is not reused
+    second = client.chat("m", chat())
+    assert (second.input_tokens, second.attempts, sleeps) == (5, 1, [])
+    assert len({seen.peer for seen in env.seen}) == 2
+
+
+def test_pool_limit_waits_then_times_out(env: FakeProvider) -> None:
+    settings = ClientSettings(max_connections=1, pool_timeout=0.05, max_attempts=2, read_timeout=5)
+    client = OpenAIClient(settings, sleep=Sleeps())
+    env.push(Reply(body=_oa(prompt=9), delay=0.5))
+    slow = threading.Thread(target=client.chat, args=("m", chat()))
+    slow.start()
+    while not env.seen:  # the only connection is busy with the slow call
+        time.sleep(0.005)
+    with pytest.raises(ProviderError) as info:
+        client.chat("m", chat())
+    slow.join()
+    assert (info.value.kind, info.value.retryable, info.value.attempts) == ("timeout", True, 2)
+    assert "PoolTimeout" in info.value.message
+    assert client.chat("m", chat()).attempts == 1  # the slot came back
+
+
+def test_unparseable_endpoint_or_key_fails_at_construction(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY + "\r\nx-injected: 1")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    with pytest.raises(BadEndpoint) as info:
+        OpenAIClient(FAST)
+    assert KEY not in str(info.value) and "OPENAI_API_KEY" in str(info.value)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", "ftp://127.0.0.1/v1")
+    with pytest.raises(BadEndpoint, match="OPENAI_BASE_URL"):
+        OpenAIClient(FAST)
+
+
+def test_httpx_fallback_keeps_the_same_behaviour(env: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
+    sleeps = Sleeps()
+    client = OpenAIClient(FAST, sleep=sleeps, transport=httpx.HTTPTransport())
+    env.push(Reply(429, {}, headers={"Retry-After": "0.3"}), Reply(body=_oa(prompt=4)), Reply(404, {"error": "x"}))
+    result = client.chat("m", chat())
+    assert (result.input_tokens, result.attempts, sleeps) == (4, 2, [0.3])
+    with pytest.raises(ProviderError) as info:
+        client.chat("m", chat())
+    assert (info.value.status, info.value.retryable, info.value.attempts) == (404, False, 1)
+    env.push(Reply(hang=True), Reply(hang=True), Reply(hang=True))
+    with pytest.raises(ProviderError) as info:
+        OpenAIClient(ClientSettings(read_timeout=0.1, max_attempts=2), transport=httpx.HTTPTransport()).chat(
+            "m", chat()
+        )
+    assert (info.value.kind, info.value.attempts) == ("timeout", 2) and "ReadTimeout" in info.value.message
+
+
+def test_a_proxy_in_the_environment_selects_httpx(env: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "")
+    assert OpenAIClient(FAST)._http is not None
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    bypassed = OpenAIClient(FAST)
+    assert bypassed._http is None and bypassed.chat("m", chat()).attempts == 1
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
+def test_tls_verifies_the_certificate_and_the_host_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    request = "req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost"
+    subprocess.run(
+        ["openssl", *request.split(), "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    with FakeProvider(tls=(str(cert), str(key))) as fake:
+        port = fake.url.rsplit(":", 1)[1]
+        settings = ClientSettings(read_timeout=2.0, max_attempts=2)
+        monkeypatch.setenv("OPENAI_BASE_URL", f"https://localhost:{port}/v1")
+        monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+        with pytest.raises(ProviderError) as info:  # self-signed: not in certifi's bundle
+            OpenAIClient(settings, sleep=Sleeps()).chat("m", chat())
+        assert (info.value.kind, info.value.attempts) == ("connection", 2)
+        assert "CERTIFICATE_VERIFY_FAILED" in info.value.message and KEY not in str(info.value)
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # trusted, as httpx would take it
+        assert OpenAIClient(settings, sleep=Sleeps()).chat("m", chat()).input_tokens == 11
+        monkeypatch.setenv("OPENAI_BASE_URL", f"https://127.0.0.1:{port}/v1")  # trusted, but not for this name
+        with pytest.raises(ProviderError) as info:
+            OpenAIClient(settings, sleep=Sleeps()).chat("m", chat())
+        assert info.value.kind == "connection" and "CERTIFICATE_VERIFY_FAILED" in info.value.message
+        assert len(fake.seen) == 1 and fake.seen[0].headers["authorization"] == f"Bearer {KEY}"

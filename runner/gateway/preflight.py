@@ -65,7 +65,7 @@ def preflight(models: list[str], settings: ClientSettings | None = None) -> list
         for alias in dict.fromkeys(models):
             try:
                 clients[alias] = client_for(alias, settings or PREFLIGHT_SETTINGS)
-            except GatewayError as exc:  # UnknownProvider, MissingCredential
+            except GatewayError as exc:  # UnknownProvider, MissingCredential, BadEndpoint
                 problems.append(str(exc))
         if problems:
             raise PreflightError(problems)

@@ -1,8 +1,16 @@
-"""Provider clients: OpenAI-compatible chat-completions and Anthropic Messages over httpx.
+"""Provider clients: OpenAI-compatible chat-completions and Anthropic Messages.
 
 Every client has explicit timeouts and retries with tenacity: 429 (honouring ``Retry-After``, capped), 5xx,
 connection errors and resets, timeouts, and a 2xx body that is not a JSON object. Other 4xx are never retried.
 Keys come from the host environment only and are redacted from every repr, error and recorded body.
+
+The wire is the standard library's ``http.client`` under a small keep-alive pool
+(:mod:`runner.gateway.connections`): the gateway forwards every agent step through these clients, and httpx's
+per-call CPU (about four times more) was most of the latency it added. httpx is still used when a proxy
+environment variable (``HTTPS_PROXY``, ``ALL_PROXY``..., minus ``NO_PROXY``) applies to the endpoint, as it
+handles proxy tunnels and proxy credentials, or when a caller passes an httpx ``transport``. Both fail alike:
+timeouts and broken connections become retryable :class:`ProviderError` records of kind ``timeout`` and
+``connection``.
 
 Models are named ``provider/model`` (``openai/gpt-4.1``, ``anthropic/claude-sonnet-4-6``); the model part may
 itself contain slashes (``openai/meta-llama/Llama-3-8B`` for a vLLM server).
@@ -13,10 +21,12 @@ from __future__ import annotations
 import json
 import os
 import time
+import urllib.request
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
+from urllib.parse import urlsplit
 
 import httpx
 import tenacity
@@ -24,13 +34,19 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from runner import log
 from runner.errors import GatewayError
-from runner.gateway import anthropic_translate
+from runner.gateway import anthropic_translate, connections
 
 _log = log.get(__name__)
 
 ErrorKind = Literal["http_status", "timeout", "connection", "malformed"]
 _REDACTED = "[REDACTED]"
 _BODY_SNIPPET = 500  # an error body is evidence, not a payload: keep a bounded, redacted prefix
+
+
+class _Headers(Protocol):
+    """Response headers looked up case-insensitively: ``http.client.HTTPMessage`` or ``httpx.Headers``."""
+
+    def get(self, name: str, /) -> str | None: ...
 
 
 class MissingCredential(GatewayError):
@@ -49,6 +65,17 @@ class UnknownProvider(GatewayError):
         self.ref = ref
         known = ", ".join(sorted(CLIENTS))
         super().__init__(f"unknown model reference {ref!r}: write provider/model, with provider one of {known}")
+
+
+class BadEndpoint(GatewayError):
+    """The base URL is not http(s) with a host, or the key cannot go in a header: no request could be sent."""
+
+    def __init__(self, provider: str, key_env: str, base_env: str) -> None:
+        self.provider = provider
+        super().__init__(
+            f"{provider}: {base_env} is not an http(s) URL with a host, or {key_env} holds a line break or "
+            "a non-Latin-1 character"
+        )
 
 
 class ProviderError(GatewayError):
@@ -191,6 +218,7 @@ def client_for(ref: str, settings: ClientSettings | None = None, **kwargs: Any) 
     Raises:
         UnknownProvider: see :func:`parse_model`.
         MissingCredential: the provider's key variable is unset or empty.
+        BadEndpoint: the base URL or the key cannot make a request.
     """
     provider, model = parse_model(ref)
     return CLIENTS[provider](settings, **kwargs), model
@@ -214,15 +242,17 @@ class ProviderClient(ABC):
     ) -> None:
         """Read the key and base URL from the host environment.
 
-        ``sleep`` is the wait between retries (tests pass a recorder); ``transport`` overrides httpx's.
+        ``sleep`` is the wait between retries (tests pass a recorder). ``transport`` makes the client use
+        httpx with that transport instead of :mod:`~runner.gateway.connections`.
 
         Raises:
             MissingCredential: the key variable is unset or empty.
+            BadEndpoint: the base URL or the key cannot make a request.
         """
-        key = os.environ.get(self.key_env, "")
-        if not key:
+        # The key lives on self only (whose repr redacts it): a traceback rendered with locals never shows it.
+        self._key = os.environ.get(self.key_env, "")
+        if not self._key:
             raise MissingCredential(self.provider, self.key_env)
-        self._key = key
         self.base_url = (os.environ.get(self.base_env) or self.default_base).rstrip("/")
         self.settings = s = settings or ClientSettings()
         # One Retrying per client: tenacity keeps per-call state thread-local, and building it per call shows
@@ -235,21 +265,48 @@ class ProviderClient(ABC):
             before_sleep=self._log_retry,
             reraise=True,
         )
-        self._http = httpx.Client(
-            timeout=httpx.Timeout(
-                connect=s.connect_timeout, read=s.read_timeout, write=s.write_timeout, pool=s.pool_timeout
-            ),
-            limits=httpx.Limits(max_connections=s.max_connections, max_keepalive_connections=s.max_connections),
-            headers={**self._auth_headers(key), "content-type": "application/json"},
-            transport=transport,
-        )
+        self._pool: connections.Pool | None = None
+        self._http: httpx.Client | None = None
+        if not self._open_wire(transport):
+            raise BadEndpoint(self.provider, self.key_env, self.base_env)
+
+    def _open_wire(self, transport: httpx.BaseTransport | None) -> bool:
+        """Set up the connection pool (or httpx, for a proxy or a given transport); False if no request can go."""
+        s = self.settings
+        headers = {**self._auth_headers(self._key), "content-type": "application/json"}
+        if transport is None and not _proxied(self.base_url):
+            try:
+                self._pool = connections.Pool(
+                    self.base_url,
+                    headers,
+                    connect_timeout=s.connect_timeout,
+                    read_timeout=s.read_timeout,
+                    write_timeout=s.write_timeout,
+                    pool_timeout=s.pool_timeout,
+                    max_connections=s.max_connections,
+                )
+            except ValueError:  # raised from here, its traceback would show the headers: the caller raises
+                return False
+        else:
+            self._http = httpx.Client(
+                timeout=httpx.Timeout(
+                    connect=s.connect_timeout, read=s.read_timeout, write=s.write_timeout, pool=s.pool_timeout
+                ),
+                limits=httpx.Limits(max_connections=s.max_connections, max_keepalive_connections=s.max_connections),
+                headers=headers,
+                transport=transport,
+            )
+        return True
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.base_url!r}, key={_REDACTED})"
 
     def close(self) -> None:
         """Close pooled connections."""
-        self._http.close()
+        if self._pool is not None:
+            self._pool.close()
+        if self._http is not None:
+            self._http.close()
 
     @abstractmethod
     def _auth_headers(self, key: str) -> dict[str, str]: ...
@@ -301,23 +358,22 @@ class ProviderClient(ABC):
             return ProviderError(self._redact(message), kind=kind, provider=self.provider, model=model, **kw)
 
         try:
-            resp = self._http.post(url, content=payload)
-        except httpx.TimeoutException as exc:
-            raise fail("timeout", f"{type(exc).__name__} calling {url}", retryable=True) from None
-        except httpx.TransportError as exc:
+            status, headers, raw = self._post(url, payload)
+        except connections.Timeout as exc:
+            raise fail("timeout", f"{exc.name} calling {url}", retryable=True) from None
+        except connections.Broken as exc:
             # ConnectError, ReadError (reset), RemoteProtocolError (peer closed mid-response) and kin.
-            raise fail("connection", f"{type(exc).__name__} calling {url}: {exc}", retryable=True) from None
-        raw = resp.content
-        if resp.status_code >= 400:
-            retryable = resp.status_code == 429 or resp.status_code >= 500
+            raise fail("connection", f"{exc.name} calling {url}: {exc}", retryable=True) from None
+        if status >= 400:
+            retryable = status == 429 or status >= 500
             # Redact before cutting: a cut could leave a key prefix that no longer matches the whole key.
             snippet = self._redact(raw.decode("utf-8", "replace"))[:_BODY_SNIPPET]
             raise fail(
                 "http_status",
-                f"{url} answered {resp.status_code}: {snippet}",
-                status=resp.status_code,
+                f"{url} answered {status}: {snippet}",
+                status=status,
                 retryable=retryable,
-                retry_after=_retry_after(resp.headers) if retryable else None,
+                retry_after=_retry_after(headers) if retryable else None,
             )
         if self._key.encode() in raw:  # a provider echoing our key must not pass it on to an agent
             raw = raw.replace(self._key.encode(), _REDACTED.encode())
@@ -326,8 +382,8 @@ class ProviderClient(ABC):
         except ValueError:
             body = None
         if not isinstance(body, dict):
-            message = f"{url} answered {resp.status_code} with a body that is not a JSON object"
-            raise fail("malformed", message, status=resp.status_code, retryable=True)
+            message = f"{url} answered {status} with a body that is not a JSON object"
+            raise fail("malformed", message, status=status, retryable=True)
         inp, out, cached = self._usage(body)
         returned = body.get("model")
         return ProviderResult.model_construct(  # the fields are built here, validation would only cost time
@@ -343,6 +399,19 @@ class ProviderClient(ABC):
             raw=raw,
             completion=None,
         )
+
+    def _post(self, url: str, payload: bytes) -> tuple[int, _Headers, bytes]:
+        """One POST on whichever wire the client uses; failures as :mod:`~runner.gateway.connections` raises them."""
+        if self._pool is not None:
+            return self._pool.post(self.path, payload)
+        assert self._http is not None
+        try:
+            resp = self._http.post(url, content=payload)
+            return resp.status_code, resp.headers, resp.content
+        except httpx.TimeoutException as exc:
+            raise connections.Timeout(type(exc).__name__) from None
+        except httpx.TransportError as exc:
+            raise connections.Broken(type(exc).__name__, str(exc)) from None
 
     def _wait(self, state: tenacity.RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -370,7 +439,17 @@ class ProviderClient(ABC):
         return text.replace(self._key, _REDACTED) if self._key else text
 
 
-def _retry_after(headers: httpx.Headers) -> float | None:
+def _proxied(url: str) -> bool:
+    """Whether httpx, trusting the environment as it does by default, would send ``url`` through a proxy."""
+    proxies = urllib.request.getproxies_environment()
+    scheme = url.partition(":")[0].lower()
+    if not (proxies.get(scheme) or proxies.get("all")):
+        return False
+    host = urlsplit(url).hostname or ""
+    return not urllib.request.proxy_bypass_environment(host, proxies)  # type: ignore[attr-defined]  # not in typeshed
+
+
+def _retry_after(headers: _Headers) -> float | None:
     """Seconds from ``retry-after-ms`` (OpenAI sends it) or ``Retry-After`` in seconds; dates are ignored."""
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         value = headers.get(name)

@@ -9,9 +9,13 @@ It listens on Unix sockets (bind-mounted into network-less containers, reached t
 inside) and/or on loopback TCP. A listener may be bound to one sample: then only that sample's token is
 accepted there, so a token that leaked to another container is refused as foreign.
 
-Stdlib ``http.server`` with a thread per connection: agents are few (two concurrent samples in official
-runs) and each request waits seconds on a model, so threads cost nothing that matters and keep the
-dependencies small.
+``socketserver`` with a thread per connection (agents are few and keep their connection alive, so a thread
+is made once per agent, not per step) and the standard library's ``http.server`` to parse requests; the
+handler adds the checks a gateway facing hostile agents needs (one ``Content-Length``, no chunked bodies, a
+size limit, malformed headers refused) and writes each reply in one ``send``. The provider hop goes through
+``http.client`` (:mod:`runner.gateway.connections`). The gateway relays every agent step, so its CPU per
+request is the latency it adds once the host is busy: ``bench/gateway.py`` measures it. Nothing is logged per
+successful request; a refused token, a cap refusal or a provider failure is.
 """
 
 from __future__ import annotations
@@ -129,7 +133,7 @@ class Gateway:
         ``candidate``).
 
         Raises:
-            UnknownProvider, MissingCredential: as :func:`providers.client_for` does.
+            UnknownProvider, MissingCredential, BadEndpoint: as :func:`providers.client_for` does.
         """
         if client is None:
             client, self.model = client_for(candidate, settings)
@@ -366,17 +370,35 @@ class Gateway:
         return _error(429, "ispm_cap_exceeded", over)
 
 
+_PHRASES = {status.value: status.phrase for status in HTTPStatus}
+
+
 class _Handler(BaseHTTPRequestHandler):
+    """One connection: HTTP/1.1 keep-alive requests, parsed by ``http.server``, each reply sent in one write.
+
+    ``http.server`` parses the request line and headers, answers malformed ones (400, 414, 431, 501, 505),
+    handles keep-alive, ``Connection: close``, HTTP/1.0 and the ``//`` path prefix. This handler adds what a
+    gateway facing hostile agents needs on top: exactly one ``Content-Length`` on a POST (no chunked bodies:
+    411), a body size limit (413), headers ``http.server`` only flagged as defects refused (400), JSON error
+    bodies, ``100 Continue`` sent only once the body is acceptable, and replies written in one ``send``.
+    """
+
     protocol_version = "HTTP/1.1"  # keep-alive: agents reuse one connection for a whole sample
     timeout = 300  # an idle keep-alive connection gives its thread back after this
     server: _Server
+    _continue = False  # the request asked for 100 Continue
 
     def setup(self) -> None:
         super().setup()
         if isinstance(self.server, _TCPServer):
-            # Header and body leave in one write anyway; this only guards the odd partial write. (Not a class
-            # attribute: setsockopt(TCP_NODELAY) fails on the Unix sockets this handler also serves.)
+            # Replies leave in one write anyway; this guards a partial write against a delayed-ACK stall.
+            # (Not a class attribute: setsockopt(TCP_NODELAY) fails on the Unix sockets this handler also serves.)
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+
+    def handle_expect_100(self) -> bool:
+        # http.server would answer 100 Continue at once; the gateway does once it knows it will read the body.
+        self._continue = True
+        return True
 
     def do_GET(self) -> None:
         self._serve("GET")
@@ -386,26 +408,47 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self, method: str) -> None:
         gateway = self.server.gateway
+        headers = self.headers
+        expect, self._continue = self._continue, False
+        if headers.defects:  # e.g. a line that is not "name: value": the email parser took it for the body
+            return self.send_error(400, "a malformed request header")
+        lengths = headers.get_all("content-length") or []
         body = b""
         if method == "POST":
-            length = self.headers.get("content-length")
-            if length is None or not length.isdigit():
+            if len(lengths) != 1 or not lengths[0].isdigit() or "transfer-encoding" in headers:
+                # an unread body would be parsed as the next request: the connection closes
+                return self.send_error(411, "a Content-Length header is required")
+            length = int(lengths[0])
+            if length > gateway.max_body_bytes:
+                return self.send_error(413, "the request body is too large")
+            if expect:
+                self.send_response_only(100)
+                self.end_headers()
+            body = self.rfile.read(length)
+            if len(body) < length:  # the client hung up mid-body
                 self.close_connection = True
-                return self._write(_error(411, "invalid_request_error", "a Content-Length header is required"))
-            if int(length) > gateway.max_body_bytes:
-                self.close_connection = True  # the unread body would be parsed as the next request
-                return self._write(_error(413, "invalid_request_error", "the request body is too large"))
-            body = self.rfile.read(int(length))
+                return None
+        elif lengths not in ([], ["0"]) or "transfer-encoding" in headers:
+            self.close_connection = True  # a body we do not read must not be parsed as the next request
         try:
-            reply = gateway.handle(method, self.path, self.headers.get("authorization"), body, self.server.sample_id)
+            reply = gateway.handle(method, self.path, headers.get("authorization"), body, self.server.sample_id)
         except Exception:  # a bug must cost one request, not the listener thread
             _log.exception("gateway_internal_error", path=self.path)
             reply = _error(500, "internal_error", "the gateway failed on this request")
-        self._write(reply)
+        return self._write(reply)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """Answer a refused request in the gateway's JSON error shape, and close the connection.
+
+        ``http.server`` calls this for what it refuses itself (a bad request line, a line too long, too many
+        headers, an unknown method, HTTP/2); its own version writes an HTML page.
+        """
+        self.close_connection = True
+        self._write(_error(code, "invalid_request_error", message or _PHRASES.get(code, "refused")))
 
     def _write(self, reply: Reply) -> None:
-        phrase = HTTPStatus(reply.status).phrase
-        head = [f"HTTP/1.1 {reply.status} {phrase}", "Content-Type: application/json"]
+        """Status line, headers and body in one write."""
+        head = [f"HTTP/1.1 {reply.status} {_PHRASES.get(reply.status, '')}", "Content-Type: application/json"]
         head += [f"{k}: {v}" for k, v in reply.headers.items()]
         head.append(f"Content-Length: {len(reply.body)}")
         if self.close_connection:
