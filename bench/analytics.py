@@ -15,7 +15,7 @@ from pathlib import Path
 
 from timing import median_seconds  # bench/ is the script's folder: sys.path[0]
 
-from runner.record.store import QUERIES, load_records, open_store, run_query
+from runner.record.store import QUERIES, load_summaries, open_store, run_query
 from runner.run.calibration import run_calibration
 
 RUNS = 100
@@ -50,7 +50,7 @@ def main() -> None:
             folders.append(folder)
 
         def analytics() -> None:
-            conn = open_store(load_records(folders))
+            conn = open_store(load_summaries(folders))
             run_query(conn, QUERIES["leaderboard"])
             run_query(conn, QUERIES["by-vendor"])
 

@@ -716,7 +716,7 @@ def analytics_command(
 
     Example: ispm analytics runs/* --query diff --run-a RUN1 --run-b RUN2
     """
-    from runner.record.store import QUERIES, AnalyticsError, export_parquet, load_records, open_store, run_query
+    from runner.record.store import QUERIES, AnalyticsError, export_parquet, load_summaries, open_store, run_query
 
     if list_queries:
         for name, text in QUERIES.items():
@@ -725,7 +725,7 @@ def analytics_command(
     folders = list(run_dirs) or sorted(p for p in Path("runs").glob("*") if (p / "record.json").is_file())
     if not folders:
         raise AnalyticsError("no run folders given and none under runs/")
-    conn = open_store(load_records(folders))
+    conn = open_store(load_summaries(folders))
     if parquet is not None:
         for path in export_parquet(conn, parquet):
             click.echo(f"wrote {path}", err=True)

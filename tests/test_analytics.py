@@ -8,8 +8,11 @@ from pathlib import Path
 import duckdb
 import pytest
 from click.testing import CliRunner
+from pydantic import BaseModel
 
 from runner.cli import main
+from runner.record import model, store
+from runner.run import spec
 
 TASKS = ["ispm-002", "ispm-030", "ispm-079"]
 
@@ -78,3 +81,43 @@ def test_bad_input_is_named(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["analytics", str(tmp_path)])
     assert result.exit_code == 1
     assert "record.json: not a readable run record" in result.output
+
+
+# Each summary model against the record model it reads a part of.
+SUMMARIES = [
+    (store.RunSummary, model.RunRecord),
+    (store.SpecSummary, spec.RunSpec),
+    (store.DigestsSummary, spec.Digests),
+    (store.DimensionSummary, model.DimensionScore),
+    (store.TaskSummary, model.TaskResult),
+    (store.ScoresSummary, model.Scores),
+    (store.SampleSummary, model.SampleRecord),
+]
+_FULL_NAME = {summary.__name__: full.__name__ for summary, full in SUMMARIES}
+
+
+def _as_full(annotation: object) -> str:
+    text = str(annotation).replace("runner.record.store.", "").replace("runner.record.model.", "")
+    text = text.replace("runner.run.spec.", "")
+    for summary, full in _FULL_NAME.items():
+        text = text.replace(summary, full)
+    return text
+
+
+@pytest.mark.parametrize(("summary", "full"), SUMMARIES, ids=[s.__name__ for s, _ in SUMMARIES])
+def test_every_summary_field_is_the_record_field_of_that_name(summary: type[BaseModel], full: type[BaseModel]) -> None:
+    fields = summary.model_fields
+    assert fields, summary
+    for name, field in fields.items():
+        assert name in full.model_fields, f"{summary.__name__}.{name} is not a field of {full.__name__}"
+        theirs = full.model_fields[name].annotation
+        assert _as_full(field.annotation) == _as_full(theirs), f"{summary.__name__}.{name}"
+
+
+@pytest.mark.docker
+def test_a_summary_reads_the_same_rows_as_the_whole_record(two_runs: dict[str, Path]) -> None:
+    for run_dir in two_runs.values():
+        (summary,) = store.load_summaries([run_dir])
+        (record,) = store.load_records([run_dir])
+        assert summary == store.RunSummary.model_validate(record.model_dump())
+        assert summary.samples and summary.scores is not None and summary.scores.tasks
