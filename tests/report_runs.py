@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
+from inprocess_backend import InProcessBackend
 
 from runner.contract import Answer, SampleOutput
 from runner.grading.reference_judge import gold_answer
@@ -25,8 +26,7 @@ from runner.paths import tasks_dir
 from runner.run.calibration import CALIBRATION_JUDGES, run_calibration
 from runner.run.spec import RunSpec
 from runner.run.start import start_run
-from runner.sandbox.backend import Backend, SampleHandle, SampleSpec, SweepReport
-from runner.sandbox.collect import AgentEnd
+from runner.sandbox.backend import SampleSpec
 from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
 from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
@@ -60,7 +60,7 @@ MIXED_PLAN: dict[str, Plan] = {
 }
 
 
-class ScriptedBackend(Backend[SampleHandle]):
+class ScriptedBackend(InProcessBackend):
     """Answers every sample in-process, by a plan per task (gold unless the plan says otherwise)."""
 
     name = "scripted"
@@ -69,21 +69,6 @@ class ScriptedBackend(Backend[SampleHandle]):
     def __init__(self, plan: Mapping[str, Plan], *, delay_s: float = 0.0) -> None:
         self.plan = plan
         self.delay_s = delay_s
-
-    def create(self, spec: SampleSpec) -> SampleHandle:
-        raise NotImplementedError
-
-    def run(self, handle: SampleHandle) -> AgentEnd:
-        raise NotImplementedError
-
-    def collect(self, handle: SampleHandle, end: AgentEnd) -> SampleOutput:
-        raise NotImplementedError
-
-    def remove(self, handle: SampleHandle) -> None:
-        raise NotImplementedError
-
-    def sweep(self, run_id: str | None = None, *, orphans_only: bool = False) -> SweepReport:
-        return SweepReport()
 
     def run_sample(self, spec: SampleSpec) -> SampleOutput:
         time.sleep(self.delay_s)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from inprocess_backend import InProcessBackend
 
 from runner.contract import Answer, SampleOutput
 from runner.grading.consensus import consensus
@@ -36,8 +37,7 @@ from runner.run.journal import (
 from runner.run.progress import Progress
 from runner.run.spec import Digests, RunError, RunSpec, official
 from runner.run.start import current_digests, resume_run, start_run
-from runner.sandbox.backend import Backend, SampleHandle, SampleSpec, SweepReport
-from runner.sandbox.collect import AgentEnd
+from runner.sandbox.backend import SampleSpec, SweepReport
 from runner.tasks.load import load_tasks
 from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
 
@@ -46,7 +46,7 @@ TRUTH = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME).tasks
 BY_ID = {t.id: t for t in load_tasks(tasks_dir())}
 
 
-class FakeBackend(Backend[SampleHandle]):
+class FakeBackend(InProcessBackend):
     """Answers every sample in-process: the gold answer, or nothing; optionally slowly."""
 
     name = "fake"
@@ -58,18 +58,6 @@ class FakeBackend(Backend[SampleHandle]):
         self.ran: list[tuple[str, int]] = []
         self.swept: list[str | None] = []
         self._lock = threading.Lock()
-
-    def create(self, spec: SampleSpec) -> SampleHandle:
-        raise NotImplementedError
-
-    def run(self, handle: SampleHandle) -> AgentEnd:
-        raise NotImplementedError
-
-    def collect(self, handle: SampleHandle, end: AgentEnd) -> SampleOutput:
-        raise NotImplementedError
-
-    def remove(self, handle: SampleHandle) -> None:
-        raise NotImplementedError
 
     def sweep(self, run_id: str | None = None, *, orphans_only: bool = False) -> SweepReport:
         self.swept.append(run_id)

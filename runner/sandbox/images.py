@@ -238,17 +238,22 @@ def build_rootfs(out: Path, sources: list[Path] | None = None, log_file: Path | 
     script = images_dir() / "base" / "build.sh"
     out.parent.mkdir(parents=True, exist_ok=True)
     log_target = log_file or out.with_suffix(".log")
-    with log_target.open("wb") as sink:
-        done = subprocess.run(
-            ["bash", str(script), str(out), *map(str, files)],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            check=False,
-        )
-    if done.returncode != 0:
-        tail = log_target.read_text(errors="replace").splitlines()[-_BUILD_LOG_TAIL:]
-        raise ImageError(f"base rootfs build failed (exit {done.returncode}), log {log_target}:\n" + "\n".join(tail))
+    log_target.write_bytes(b"")
+    run_logged(["bash", str(script), str(out), *map(str, files)], log_target, what="base rootfs build")
     return _sha256_file(out)
+
+
+def run_logged(command: list[str], log_file: Path, *, what: str) -> None:
+    """Run ``command`` with its output appended to ``log_file``.
+
+    Raises:
+        ImageError: it failed; the message names ``what``, the exit code and the log, and ends with the log's tail.
+    """
+    with log_file.open("ab") as sink:
+        done = subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT, check=False)
+    if done.returncode != 0:
+        tail = log_file.read_text(errors="replace").splitlines()[-_BUILD_LOG_TAIL:]
+        raise ImageError(f"{what} failed (exit {done.returncode}), log {log_file}:\n" + "\n".join(tail))
 
 
 def _docker() -> Any:

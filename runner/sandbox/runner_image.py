@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +36,7 @@ from runner.sandbox.images import (
     ensure_images,
     images_dir,
     repo_root,
+    run_logged,
     tag_for,
 )
 
@@ -54,7 +54,6 @@ SOURCES: tuple[str, ...] = (
     "images/runner",
 )
 _SKIPPED_PARTS = {"__pycache__", "_bundle"}
-_LOG_TAIL = 40
 
 
 def _files(root: Path) -> list[Path]:
@@ -78,16 +77,8 @@ def input_digest(base_digest: str, root: Path | None = None) -> str:
 
 
 def _pip(*args: str, log_file: Path) -> None:
-    with log_file.open("ab") as sink:
-        done = subprocess.run(
-            [sys.executable, "-m", "pip", "--disable-pip-version-check", *args],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            check=False,
-        )
-    if done.returncode != 0:
-        tail = log_file.read_text(errors="replace").splitlines()[-_LOG_TAIL:]
-        raise ImageError(f"pip {args[0]} for the runner image failed, log {log_file}:\n" + "\n".join(tail))
+    command = [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
+    run_logged(command, log_file, what=f"pip {args[0]} for the runner image")
 
 
 def prepare_context(context: Path, log_file: Path) -> None:
