@@ -10,11 +10,13 @@ inside) and/or on loopback TCP. A listener may be bound to one sample: then only
 accepted there, so a token that leaked to another container is refused as foreign.
 
 ``socketserver`` with a thread per connection (agents are few and keep their connection alive, so a thread
-is made once per agent, not per step) and the standard library's ``http.server`` to parse requests; the
-handler adds the checks a gateway facing hostile agents needs (one ``Content-Length``, no chunked bodies, a
-size limit, malformed headers refused) and writes each reply in one ``send``. The provider hop goes through
-``http.client`` (:mod:`runner.gateway.connections`). The gateway relays every agent step, so its CPU per
-request is the latency it adds once the host is busy: ``bench/gateway.py`` measures it. Nothing is logged per
+is made once per agent, not per step). Requests are parsed by ``httptools``, the binding of Node's llhttp that
+uvicorn uses: a maintained, strict parser that is also cheap. The standard library's ``http.server`` parses
+headers with the ``email`` package, which was a large share of the gateway's CPU per request; and that CPU is
+the latency the gateway adds once the host is busy (``bench/gateway.py`` measures it). The handler adds the
+checks a gateway facing hostile agents needs (one ``Content-Length``, no chunked bodies, a size limit checked
+before the body is read, ``http.server``'s limits on the head) and writes each reply in one ``send``. The
+provider hop goes through ``http.client`` (:mod:`runner.gateway.connections`). Nothing is logged per
 successful request; a refused token, a cap refusal or a provider failure is.
 """
 
@@ -30,10 +32,10 @@ import socketserver
 import threading
 import time
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
+import httptools
 from pydantic import BaseModel, ConfigDict, Field
 
 from runner import log
@@ -371,92 +373,197 @@ class Gateway:
 
 
 _PHRASES = {status.value: status.phrase for status in HTTPStatus}
+_MAX_LINE = 65536  # as http.server: a longer request target is refused (414), a longer header too (431)
+_MAX_HEADERS = 100  # as http.server: more header lines are refused (431)
+_MAX_HEAD = 4 * _MAX_LINE  # bytes received while the head is still unfinished, so one huge header cannot grow
+_RECV = 65536
+_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+# What llhttp's error reasons (the only detail httptools gives) mean for the answer; anything else is a 400.
+_PARSER_REFUSALS = {
+    "Invalid HTTP version": (505, "the HTTP version is not supported; use HTTP/1.1"),
+    "Content-Length overflow": (413, "the request body is too large"),
+    "Duplicate Content-Length": (411, "exactly one valid Content-Length header is required"),
+    "Invalid character in Content-Length": (411, "exactly one valid Content-Length header is required"),
+    "Empty Content-Length": (411, "exactly one valid Content-Length header is required"),
+}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    """One connection: HTTP/1.1 keep-alive requests, parsed by ``http.server``, each reply sent in one write.
+class _Request(NamedTuple):
+    """One complete, parsed request waiting for its answer."""
 
-    ``http.server`` parses the request line and headers, answers malformed ones (400, 414, 431, 501, 505),
-    handles keep-alive, ``Connection: close``, HTTP/1.0 and the ``//`` path prefix. This handler adds what a
-    gateway facing hostile agents needs on top: exactly one ``Content-Length`` on a POST (no chunked bodies:
-    411), a body size limit (413), headers ``http.server`` only flagged as defects refused (400), JSON error
-    bodies, ``100 Continue`` sent only once the body is acceptable, and replies written in one ``send``.
+    method: str
+    path: str
+    authorization: str | None
+    body: bytes
+    keep_alive: bool
+
+
+class _Halt(Exception):
+    """Raised in a parser callback to stop parsing: what to answer is already queued."""
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    """One connection: HTTP/1.1 keep-alive requests, parsed by ``httptools`` (llhttp), each reply sent in one write.
+
+    llhttp frames the messages (request line, headers, ``Content-Length``, keep-alive, ``Connection: close``,
+    HTTP/1.0, pipelining) and refuses malformed ones. The callbacks below add what a gateway facing hostile
+    agents needs on top: ``http.server``'s limits on the request target (414) and on header count and size
+    (431); only ``GET`` and ``POST`` (501); exactly one ``Content-Length`` on a POST (no chunked bodies: 411),
+    checked against the size limit (413) before the body is read; ``100 Continue`` sent only once the body is
+    acceptable; JSON error bodies; and replies written in one ``send``. A refused request is answered and the
+    connection closed: what follows it cannot be trusted to start a request.
     """
 
-    protocol_version = "HTTP/1.1"  # keep-alive: agents reuse one connection for a whole sample
     timeout = 300  # an idle keep-alive connection gives its thread back after this
     server: _Server
-    _continue = False  # the request asked for 100 Continue
+    request: socket.socket
 
     def setup(self) -> None:
-        super().setup()
+        self.request.settimeout(self.timeout)
         if isinstance(self.server, _TCPServer):
             # Replies leave in one write anyway; this guards a partial write against a delayed-ACK stall.
-            # (Not a class attribute: setsockopt(TCP_NODELAY) fails on the Unix sockets this handler also serves.)
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+            # (Not for Unix sockets: setsockopt(TCP_NODELAY) fails on the Unix sockets this handler also serves.)
+            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+        self._parser = httptools.HttpRequestParser(self)
+        self._ready: list[_Request | Reply] = []  # answered in order after each read; a Reply is a refusal
+        self._halted = False  # a callback stopped the parser: the connection ends after the queued answers
+        self._continue = False  # the request in progress awaits 100 Continue
+        self.on_message_begin()  # the per-request state
 
-    def handle_expect_100(self) -> bool:
-        # http.server would answer 100 Continue at once; the gateway does once it knows it will read the body.
-        self._continue = True
-        return True
+    def handle(self) -> None:
+        sock = self.request
+        while True:
+            try:
+                data = sock.recv(_RECV)
+            except (TimeoutError, ConnectionError):  # idle past the timeout, or the agent reset the connection
+                return
+            if not data:  # the agent hung up; a request it left unfinished is not forwarded
+                return
+            self._feed(data)
+            ready, self._ready = self._ready, []
+            for item in ready:
+                if isinstance(item, Reply):
+                    return self._write(item, close=True)
+                self._write(self._answer(item), close=not item.keep_alive)
+                if not item.keep_alive:
+                    return
+            if self._halted:
+                return
+            if self._continue:  # after any earlier pipelined request's answer, before reading the body
+                self._continue = False
+                sock.sendall(_CONTINUE)
 
-    def do_GET(self) -> None:
-        self._serve("GET")
-
-    def do_POST(self) -> None:
-        self._serve("POST")
-
-    def _serve(self, method: str) -> None:
-        gateway = self.server.gateway
-        headers = self.headers
-        expect, self._continue = self._continue, False
-        if headers.defects:  # e.g. a line that is not "name: value": the email parser took it for the body
-            return self.send_error(400, "a malformed request header")
-        lengths = headers.get_all("content-length") or []
-        body = b""
-        if method == "POST":
-            if len(lengths) != 1 or not lengths[0].isdigit() or "transfer-encoding" in headers:
-                # an unread body would be parsed as the next request: the connection closes
-                return self.send_error(411, "a Content-Length header is required")
-            length = int(lengths[0])
-            if length > gateway.max_body_bytes:
-                return self.send_error(413, "the request body is too large")
-            if expect:
-                self.send_response_only(100)
-                self.end_headers()
-            body = self.rfile.read(length)
-            if len(body) < length:  # the client hung up mid-body
-                self.close_connection = True
-                return None
-        elif lengths not in ([], ["0"]) or "transfer-encoding" in headers:
-            self.close_connection = True  # a body we do not read must not be parsed as the next request
+    def _feed(self, data: bytes) -> None:
         try:
-            reply = gateway.handle(method, self.path, headers.get("authorization"), body, self.server.sample_id)
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            # llhttp hands the rest of the connection to another protocol: answer the request, then close.
+            last = self._ready[-1] if self._ready else None
+            if isinstance(last, _Request):
+                self._ready[-1] = last._replace(keep_alive=False)
+            self._halted = True
+        except httptools.HttpParserError as exc:
+            if not self._halted:  # not stopped by a callback: llhttp refused the bytes
+                self._halted = True
+                reason = str(exc)
+                status, message = _PARSER_REFUSALS.get(reason, (400, f"a malformed request: {reason}"))
+                if "Transfer-Encoding" in reason:  # with Content-Length, or not chunked: no trusted framing
+                    status, message = 411, "a Content-Length header is required (no Transfer-Encoding)"
+                self._ready.append(_error(status, "invalid_request_error", message))
+        else:
+            if self._in_head:
+                self._head_bytes += len(data)
+                if self._head_bytes > _MAX_HEAD:
+                    self._halted = True
+                    self._ready.append(_error(431, "invalid_request_error", "the request headers are too large"))
+
+    def _refuse(self, status: int, message: str) -> NoReturn:
+        """Queue a refusal and stop parsing; the connection closes once it is sent."""
+        self._ready.append(_error(status, "invalid_request_error", message))
+        self._halted = True
+        raise _Halt
+
+    # -- httptools callbacks ---------------------------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        self._in_head = True
+        self._head_bytes = 0
+        self._url = b""
+        self._headers: dict[str, str] = {}
+        self._header_count = 0
+        self._body: list[bytes] = []
+
+    def on_url(self, url: bytes) -> None:  # called once per received piece of the target
+        self._url += url
+        if len(self._url) > _MAX_LINE:
+            self._refuse(414, "the request target is too long")
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._header_count += 1
+        if self._header_count > _MAX_HEADERS:
+            self._refuse(431, "too many request headers")
+        if len(name) + len(value) > _MAX_LINE:
+            self._refuse(431, "a request header is too long")
+        self._headers.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        parser, headers = self._parser, self._headers
+        if parser.get_http_version() not in ("1.0", "1.1"):
+            self._refuse(505, "the HTTP version is not supported; use HTTP/1.1")
+        method = parser.get_method().decode("ascii")
+        if method not in ("GET", "POST"):
+            self._refuse(501, f"unsupported method {method}; use POST {_CHAT_PATH}")
+        length = headers.get("content-length")
+        if method == "POST":
+            if length is None or "transfer-encoding" in headers:  # no chunked bodies
+                self._refuse(411, "a Content-Length header is required")
+            if int(length) > self.server.gateway.max_body_bytes:  # llhttp checked it is digits
+                self._refuse(413, "the request body is too large")
+            if parser.should_upgrade():  # llhttp would skip the body: refuse rather than lose it
+                self._refuse(400, "protocol upgrades are not supported")
+            expect = headers.get("expect", "").lower() == "100-continue"
+            self._continue = expect and parser.get_http_version() == "1.1"
+        elif "transfer-encoding" in headers or length not in (None, "0"):
+            # A GET with a body: answered without reading the body, then the connection closes.
+            self._ready.append(self._request(b"", keep_alive=False))
+            self._halted = True
+            raise _Halt
+
+    def on_body(self, body: bytes) -> None:
+        self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        self._continue = False  # the body is here: no 100 Continue to send
+        self._ready.append(self._request(b"".join(self._body), keep_alive=self._parser.should_keep_alive()))
+
+    def _request(self, body: bytes, *, keep_alive: bool) -> _Request:
+        path = self._url.decode("latin-1")
+        if path.startswith("//"):  # as http.server: "//x" would otherwise read as a network path
+            path = "/" + path.lstrip("/")
+        method = self._parser.get_method().decode("ascii")
+        return _Request(method, path, self._headers.get("authorization"), body, keep_alive)
+
+    # -- answering -------------------------------------------------------------------------------------------
+
+    def _answer(self, request: _Request) -> Reply:
+        gateway = self.server.gateway
+        try:
+            return gateway.handle(
+                request.method, request.path, request.authorization, request.body, self.server.sample_id
+            )
         except Exception:  # a bug must cost one request, not the listener thread
-            _log.exception("gateway_internal_error", path=self.path)
-            reply = _error(500, "internal_error", "the gateway failed on this request")
-        return self._write(reply)
+            _log.exception("gateway_internal_error", path=request.path)
+            return _error(500, "internal_error", "the gateway failed on this request")
 
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """Answer a refused request in the gateway's JSON error shape, and close the connection.
-
-        ``http.server`` calls this for what it refuses itself (a bad request line, a line too long, too many
-        headers, an unknown method, HTTP/2); its own version writes an HTML page.
-        """
-        self.close_connection = True
-        self._write(_error(code, "invalid_request_error", message or _PHRASES.get(code, "refused")))
-
-    def _write(self, reply: Reply) -> None:
+    def _write(self, reply: Reply, *, close: bool) -> None:
         """Status line, headers and body in one write."""
         head = [f"HTTP/1.1 {reply.status} {_PHRASES.get(reply.status, '')}", "Content-Type: application/json"]
         head += [f"{k}: {v}" for k, v in reply.headers.items()]
         head.append(f"Content-Length: {len(reply.body)}")
-        if self.close_connection:
+        if close:
             head.append("Connection: close")
-        self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + reply.body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silence http.server's stderr lines; the gateway logs what matters through structlog."""
+        self.request.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + reply.body)
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.BaseServer):
