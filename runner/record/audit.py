@@ -31,7 +31,7 @@ from runner.grading.coverage import CoverageError, CoverageReport
 from runner.grading.grade import GradingContext
 from runner.record.bundle import MANIFEST_NAME, BundleManifest, sha256_bytes
 from runner.record.model import RECORD_NAME
-from runner.run.journal import ENTRY, JOURNAL_NAME, Entry, RunStarted, SampleFinished, SampleGraded
+from runner.run.journal import JOURNAL_NAME, Entry, RunStarted, SampleFinished, SampleGraded, scan_entries
 from runner.tasks.model import Task
 
 # A tampered vote can change hundreds of derived fields; the first ones locate it, the rest are counted.
@@ -163,25 +163,15 @@ def _audit_dir(run_dir: Path, report: AuditReport) -> None:
 def _read_journal(path: Path, report: AuditReport) -> list[Entry]:
     """Every valid entry; each damaged line (unparseable, or an unterminated last line) becomes a problem."""
     try:
-        data = path.read_bytes()
+        scan = scan_entries(path.read_bytes())
     except OSError as exc:
         raise AuditError(f"cannot read the journal {path}: {exc}") from exc
-    lines = data.split(b"\n")
-    entries: list[Entry] = []
-    for number, line in enumerate(lines, start=1):
-        if number == len(lines):
-            # A finished run's journal ends with a newline; anything after it is a torn or appended write.
-            if line.strip():
-                report.problems.append(f"journal: line {number}: unterminated last line (torn write)")
-            break
-        if not line.strip():
-            continue
-        try:
-            entries.append(ENTRY.validate_json(line))
-        except ValidationError as exc:
-            report.problems.append(f"journal: line {number}: not a journal entry: {exc.errors()[0]['msg']}")
-    report.checks["journal_lines"] = len(lines) - 1
-    return entries
+    report.problems += [f"journal: line {number}: {why}" for number, why in scan.damaged]
+    if scan.torn is not None:
+        # A finished run's journal ends with a newline; anything after it is a torn or appended write.
+        report.problems.append(f"journal: line {scan.torn}: unterminated last line (torn write)")
+    report.checks["journal_lines"] = scan.lines
+    return scan.entries
 
 
 def _read_record(path: Path, report: AuditReport) -> dict[str, Any] | None:

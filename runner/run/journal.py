@@ -14,7 +14,7 @@ import os
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -109,6 +109,36 @@ Entry = Annotated[
 ENTRY: TypeAdapter[Entry] = TypeAdapter(Entry)
 
 
+class JournalScan(NamedTuple):
+    """What one pass over a journal's bytes found."""
+
+    entries: list[Entry]
+    """Every complete line that is a valid entry, in order."""
+    damaged: list[tuple[int, str]]
+    """Complete lines that are not entries: (line number, why)."""
+    torn: int | None
+    """The number of an unterminated last line (a write ``kill -9`` cut short), or None."""
+    lines: int
+    """Complete lines."""
+
+
+def scan_entries(data: bytes) -> JournalScan:
+    """Parse a journal's bytes line by line, keeping every valid entry and naming every damaged line."""
+    lines = data.split(b"\n")
+    # The piece after the last newline is either empty or a write that kill -9 cut short.
+    entries: list[Entry] = []
+    damaged: list[tuple[int, str]] = []
+    for number, line in enumerate(lines[:-1], start=1):
+        if not line.strip():
+            continue
+        try:
+            entries.append(ENTRY.validate_json(line))
+        except ValidationError as exc:
+            damaged.append((number, f"not a journal entry: {exc.errors()[0]['msg']}"))
+    torn = len(lines) if lines[-1].strip() else None
+    return JournalScan(entries, damaged, torn, len(lines) - 1)
+
+
 def read_entries(path: Path) -> list[Entry]:
     """Every complete entry of the journal at ``path``, in order; an unterminated last line is ignored.
 
@@ -119,17 +149,11 @@ def read_entries(path: Path) -> list[Entry]:
         data = path.read_bytes()
     except OSError as exc:
         raise RunError(f"cannot read journal {path}: {exc}") from exc
-    lines = data.split(b"\n")
-    # The piece after the last newline is either empty or a write that kill -9 cut short.
-    entries: list[Entry] = []
-    for number, line in enumerate(lines[:-1], start=1):
-        if not line.strip():
-            continue
-        try:
-            entries.append(ENTRY.validate_json(line))
-        except ValidationError as exc:
-            raise RunError(f"{path}, line {number}: not a journal entry: {exc.errors()[0]['msg']}") from exc
-    return entries
+    scan = scan_entries(data)
+    if scan.damaged:
+        number, why = scan.damaged[0]
+        raise RunError(f"{path}, line {number}: {why}")
+    return scan.entries
 
 
 class Journal:
