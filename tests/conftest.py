@@ -57,3 +57,20 @@ def _logs_to_a_temp_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
 def refs() -> dict[str, ImageRef]:
     """The sandbox images, built once per test session (reused when their input digest is unchanged)."""
     return ensure_images()
+
+
+GOLD_RUN_TASKS = ("ispm-001", "ispm-010")
+GOLD_RUN_EPOCHS = 2
+
+
+@pytest.fixture(scope="session")
+def gold_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real calibration run (Docker, gold replay, ``GOLD_RUN_TASKS`` x ``GOLD_RUN_EPOCHS``), made once.
+
+    It lives at ``<tmp>/runs/gold``. Tests read it, or copy it before tampering: never change it in place.
+    """
+    from runner.run.calibration import run_calibration
+
+    run_dir = tmp_path_factory.mktemp("shared") / "runs" / "gold"
+    run_calibration("replay", tasks=list(GOLD_RUN_TASKS), epochs=GOLD_RUN_EPOCHS, run_dir=run_dir)
+    return run_dir

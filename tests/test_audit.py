@@ -1,6 +1,7 @@
 """``audit`` and ``bundle``: a clean run audits ok, and each kind of tampering is caught and located.
 
-One real calibration run (Docker, 2 tasks x 2 epochs) is made per module; each test tampers with its own copy.
+The run is the session's shared gold calibration run (``gold_run`` in conftest); each test tampers with its own
+copy.
 """
 
 from __future__ import annotations
@@ -14,20 +15,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import GOLD_RUN_EPOCHS, GOLD_RUN_TASKS
 
 from runner.record.audit import AuditError, audit
 from runner.record.bundle import MANIFEST_NAME, BundleError, bundle
-from runner.run.calibration import run_calibration
 from runner.run.journal import JOURNAL_NAME
 
-TASKS = ["ispm-001", "ispm-010"]
+TASKS = GOLD_RUN_TASKS
 
 
 @pytest.fixture(scope="module")
-def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    run_dir = tmp_path_factory.mktemp("audit") / "run"
-    run_calibration("replay", tasks=TASKS, epochs=2, run_dir=run_dir)
-    return run_dir
+def finished_run(gold_run: Path) -> Path:
+    return gold_run
 
 
 @pytest.fixture()
@@ -56,9 +55,9 @@ def test_a_clean_run_audits_ok(finished_run: Path) -> None:
     report = audit(finished_run)
     assert report.ok, report.problems
     assert report.checks["record_fields"] > 0
-    assert report.checks["consensus_cells"] >= len(TASKS) * 2
+    assert report.checks["consensus_cells"] >= len(TASKS) * GOLD_RUN_EPOCHS
     assert report.checks["replayed_queries"] > 0
-    assert report.checks["coverage_samples"] == len(TASKS) * 2
+    assert report.checks["coverage_samples"] == len(TASKS) * GOLD_RUN_EPOCHS
 
 
 def _edit_first_graded(journal: Path, edit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
@@ -77,7 +76,7 @@ def _edit_first_graded(journal: Path, edit: Callable[[dict[str, Any]], None]) ->
 @pytest.mark.docker
 def test_the_gold_replay_journals_full_coverage_and_the_record_carries_it(finished_run: Path) -> None:
     record = json.loads((finished_run / "record.json").read_text(encoding="utf-8"))
-    assert len(record["samples"]) == len(TASKS) * 2
+    assert len(record["samples"]) == len(TASKS) * GOLD_RUN_EPOCHS
     for sample in record["samples"]:
         # The replay agent runs the witness itself, so it covers every witness table.
         assert sample["coverage"]["table_recall"] == 1.0, sample["task_id"]

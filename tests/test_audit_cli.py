@@ -1,6 +1,6 @@
 """``ispm audit`` and ``ispm bundle`` through click: exit codes, JSON output, and the bundle round trip.
 
-These fail with "No such command" until the ``audit`` and ``bundle`` commands are added to ``runner/cli.py``.
+The run is the session's shared gold calibration run (``gold_run`` in conftest), copied before any edit.
 """
 
 from __future__ import annotations
@@ -11,18 +11,16 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import GOLD_RUN_EPOCHS, GOLD_RUN_TASKS
 
 from runner.cli import main
-from runner.run.calibration import run_calibration
 
-TASKS = ["ispm-001", "ispm-010"]
+SAMPLES = len(GOLD_RUN_TASKS) * GOLD_RUN_EPOCHS
 
 
 @pytest.fixture(scope="module")
-def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    run_dir = tmp_path_factory.mktemp("audit-cli") / "run"
-    run_calibration("replay", tasks=TASKS, epochs=2, run_dir=run_dir)
-    return run_dir
+def finished_run(gold_run: Path) -> Path:
+    return gold_run
 
 
 @pytest.mark.docker
@@ -43,7 +41,7 @@ def test_audit_json_of_an_edited_record_exits_1_and_lists_the_path(finished_run:
     assert result.exit_code == 1
     report = json.loads(result.stdout)
     assert report["ok"] is False
-    assert f"record: samples_graded: {len(TASKS) * 2 + 1} != {len(TASKS) * 2}" in report["problems"]
+    assert f"record: samples_graded: {SAMPLES + 1} != {SAMPLES}" in report["problems"]
 
 
 @pytest.mark.docker

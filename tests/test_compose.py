@@ -1,7 +1,7 @@
 """``compose.yaml``: an auditor runs ``ispm`` itself as a container, with no network, on a real run folder.
 
-One real calibration run (Docker, one task, one epoch) is made per module; the runner image is built (or reused
-by digest) once. Every call goes through the real Compose tool and the real engine.
+The run audited is the session's shared gold calibration run (``gold_run`` in conftest); the runner image is
+built (or reused by digest) once. Every call goes through the real Compose tool and the real engine.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from runner.run.calibration import run_calibration
 from runner.run.journal import JOURNAL_NAME
 from runner.sandbox.images import ImageRef
 from runner.sandbox.runner_image import ensure_runner_image
@@ -41,10 +40,9 @@ def runner_image() -> ImageRef:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("compose-runs")
-    run_calibration("replay", tasks=["ispm-001"], epochs=1, run_dir=folder / "gold")
-    return folder
+def runs(gold_run: Path) -> Path:
+    """The folder holding the shared gold calibration run, as ``gold``."""
+    return gold_run.parent
 
 
 def _compose(runs: Path, image: ImageRef, *command: str) -> subprocess.CompletedProcess[str]:
@@ -85,7 +83,7 @@ def test_the_container_catches_a_tampered_vote(runs: Path, runner_image: ImageRe
 
     done = _compose(tampered, runner_image, "ispm", "audit", "/runs/gold")
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "consensus: ispm-001" in done.stdout + done.stderr
+    assert f"consensus: {entry['task_id']} " in done.stdout + done.stderr
 
 
 def test_the_container_has_no_network_and_a_read_only_root(runs: Path, runner_image: ImageRef) -> None:
