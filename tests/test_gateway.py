@@ -15,7 +15,15 @@ from typing import Any
 import httpx
 import pytest
 import structlog
-from fake_provider import ANTHROPIC_MODEL, OPENAI_MODEL, FakeProvider, Reply, anthropic_message, fake_provider
+from fake_provider import (
+    ANTHROPIC_MODEL,
+    OPENAI_MODEL,
+    FakeProvider,
+    Reply,
+    anthropic_message,
+    fake_provider,
+    point_clients_at,
+)
 from fake_provider import openai_completion as completion
 
 from runner.errors import GatewayError
@@ -36,11 +44,7 @@ def sleeps() -> list[float]:
 
 @pytest.fixture
 def provider_env(monkeypatch: pytest.MonkeyPatch, fake_provider: FakeProvider) -> FakeProvider:
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.setenv("OPENAI_BASE_URL", fake_provider.openai_base)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_provider.anthropic_base)
-    return fake_provider
+    return point_clients_at(monkeypatch, fake_provider, KEY, KEY)
 
 
 @pytest.fixture

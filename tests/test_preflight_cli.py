@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 from click.testing import CliRunner
-from fake_provider import ANTHROPIC_MODEL, OPENAI_MODEL, FakeProvider, Reply, fake_provider
+from fake_provider import ANTHROPIC_MODEL, OPENAI_MODEL, FakeProvider, Reply, fake_provider, point_clients_at
 
 from runner.cli import main
 
@@ -19,11 +19,7 @@ KEY = f"sk-preflight-marker-{uuid.uuid4().hex}"
 
 @pytest.fixture
 def provider_env(monkeypatch: pytest.MonkeyPatch, fake_provider: FakeProvider) -> FakeProvider:
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.setenv("OPENAI_BASE_URL", fake_provider.openai_base)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_provider.anthropic_base)
-    return fake_provider
+    return point_clients_at(monkeypatch, fake_provider, KEY, KEY)
 
 
 def closed_port() -> int:

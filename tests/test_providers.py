@@ -18,9 +18,11 @@ from fake_provider import (
     OPENAI_MODEL,
     FakeProvider,
     Reply,
+    Sleeps,
     anthropic_message,
     fake_provider,
     openai_completion,
+    point_clients_at,
 )
 
 from runner.errors import GatewayError
@@ -44,20 +46,9 @@ KEY = "sk-test-MARKER-7f3a9c1e5b"
 FAST = ClientSettings(read_timeout=2.0, max_attempts=3)
 
 
-class Sleeps(list[float]):
-    """Stands in for time.sleep between retries: records the waits and returns at once."""
-
-    def __call__(self, seconds: float) -> None:
-        self.append(seconds)
-
-
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch, fake_provider: FakeProvider) -> FakeProvider:
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.setenv("OPENAI_BASE_URL", fake_provider.openai_base)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY + "-anthropic")
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_provider.anthropic_base)
-    return fake_provider
+    return point_clients_at(monkeypatch, fake_provider, KEY, KEY + "-anthropic")
 
 
 def chat(content: str = "hi") -> dict[str, Any]:
