@@ -110,7 +110,8 @@ from runner.sandbox.collect import (
 
 _log = log.get(__name__)
 
-AGENT_USER = "10001:10001"
+AGENT_UID = 10001
+AGENT_USER = f"{AGENT_UID}:{AGENT_UID}"
 # The keeper runs as nobody: the agent (10001, no capabilities) cannot kill it and so cannot stop the
 # container, which would unmount /output before it is collected.
 KEEPER_USER = "65534:65534"
@@ -203,16 +204,21 @@ def _find_init() -> Path | None:
     return Path(found).resolve() if found else None
 
 
+def _is_sample_tmpfs(info: os.stat_result, fs: os.statvfs_result, size: int) -> bool:
+    # What the sample's /output volume looks like from the host: a directory owned by the agent's uid, on a
+    # filesystem of exactly the size we asked for.
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == AGENT_UID and fs.f_blocks * fs.f_frsize == size
+
+
 def _is_our_volume(path: Path | None, size: int) -> bool:
-    # The engine's mount point is only ours to read if we share its host and mount namespace. Check that
-    # what we see there is the sample's tmpfs: owned by the agent's uid, exactly the size we asked for.
+    # The engine's mount point is only ours to read if we share its host and mount namespace.
     if path is None:
         return False
     try:
         info, fs = os.stat(path), os.statvfs(path)
     except OSError:
         return False
-    return info.st_uid == 10001 and fs.f_blocks * fs.f_frsize == size and os.access(path, os.R_OK | os.X_OK)
+    return _is_sample_tmpfs(info, fs, size) and os.access(path, os.R_OK | os.X_OK)
 
 
 def _hold_volume(path: Path, size: int) -> int | None:
@@ -223,8 +229,7 @@ def _hold_volume(path: Path, size: int) -> int | None:
     except OSError:
         return None
     try:
-        info, fs = os.fstat(fd), os.fstatvfs(fd)
-        if stat.S_ISDIR(info.st_mode) and info.st_uid == 10001 and fs.f_blocks * fs.f_frsize == size:
+        if _is_sample_tmpfs(os.fstat(fd), os.fstatvfs(fd), size):
             return fd
     except OSError:
         pass
