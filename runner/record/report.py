@@ -474,10 +474,12 @@ def render_report(record: RunRecord, tasks: Iterable[Task], scoring_markdown: st
     )
 
 
-def write_report(run_dir: Path, record: RunRecord | None = None, out: Path | None = None) -> Path:
+def write_report(
+    run_dir: Path, record: RunRecord | None = None, out: Path | None = None, tasks: Sequence[Task] | None = None
+) -> Path:
     """Write the report of the run in ``run_dir`` (``report.html`` beside ``record.json`` by default).
 
-    ``record`` saves re-reading ``record.json`` when the caller just built it.
+    ``record`` and ``tasks`` save re-reading ``record.json`` and the task set when the caller just did.
 
     Raises:
         RunError: ``record.json`` is missing or unreadable.
@@ -487,7 +489,8 @@ def write_report(run_dir: Path, record: RunRecord | None = None, out: Path | Non
     from runner.tasks.load import load_tasks
 
     record = record or load_record(run_dir)
-    page = render_report(record, load_tasks(tasks_dir()), scoring_doc().read_text(encoding="utf-8"))
+    task_set = tasks if tasks is not None else load_tasks(tasks_dir())
+    page = render_report(record, task_set, scoring_doc().read_text(encoding="utf-8"))
     target = out or run_dir / REPORT_NAME
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = target.with_name(target.name + ".tmp")

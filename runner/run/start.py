@@ -289,7 +289,8 @@ def _go(
 
 
 def _finish(folder: Path, outcome: Outcome) -> RunResult:
-    record = build_record(read_entries(folder / JOURNAL_NAME), load_tasks(tasks_dir()))
+    tasks = load_tasks(tasks_dir())
+    record = build_record(read_entries(folder / JOURNAL_NAME), tasks)
     path = write_record(folder, record)
-    report = write_report(folder, record)
+    report = write_report(folder, record, tasks=tasks)
     return RunResult(run_dir=folder, outcome=outcome, record_path=path, record=record, report_path=report)
