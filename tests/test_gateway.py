@@ -8,7 +8,6 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from http.client import HTTPConnection
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from fake_provider import (
 from fake_provider import openai_completion as completion
 
 from runner.errors import GatewayError
-from runner.gateway.providers import AnthropicClient, ClientSettings, OpenAIClient
+from runner.gateway.model import ClientSettings
 from runner.gateway.server import Caps, Gateway
 
 __all__ = ["fake_provider"]  # the imported fixture is used by name
@@ -49,7 +48,7 @@ def provider_env(monkeypatch: pytest.MonkeyPatch, fake_provider: FakeProvider) -
 
 @pytest.fixture
 def gateway(provider_env: FakeProvider, sleeps: list[float]) -> Iterator[Gateway]:
-    with Gateway("openai/gpt-4.1", client=OpenAIClient(SETTINGS, sleep=sleeps.append)) as gw:
+    with Gateway("openai/gpt-4.1", settings=SETTINGS, sleep=sleeps.append) as gw:
         yield gw
 
 
@@ -156,7 +155,8 @@ def test_unix_socket_serves(gateway: Gateway, tmp_path: Path) -> None:
         token = gateway.issue_token("u")
         for _ in range(3):  # keep-alive: the same connection serves every request
             assert post(client, token).json()["model"] == OPENAI_MODEL
-        assert client.get("/v1/models").status_code == 404
+        listing = client.get("/v1/models", headers={"authorization": f"Bearer {token}"}).json()
+        assert listing["data"][0]["id"] == "gpt-4.1" and client.get("/v1/models").status_code == 401
     assert gateway.usage("u").requests == 3
     with pytest.raises(GatewayError, match="Unix socket"):
         gateway.listen_unix(tmp_path / ("x" * 120) / "gw.sock")
@@ -188,7 +188,7 @@ def test_caps_refuse_clearly(provider_env: FakeProvider) -> None:
 
 @pytest.mark.parametrize(
     ("body", "message"),
-    [({**CHAT, "stream": True}, "stream"), ({"model": "x"}, "messages"), ("not json", "not JSON")],
+    [({"model": "x"}, "messages"), ({"messages": "x"}, "messages"), ([1], "JSON object"), ("not json", "not JSON")],
 )
 def test_bad_requests_get_400(gateway: Gateway, http: httpx.Client, body: Any, message: str) -> None:
     token = gateway.issue_token("s")
@@ -254,7 +254,8 @@ def test_key_never_leaves_the_host_side(
     sock = gateway.listen_unix(tmp_path / "g.sock")
     with httpx.Client(transport=httpx.HTTPTransport(uds=str(sock)), base_url="http://g") as client:
         captured += [client.get("/v1/chat/completions", headers={"authorization": f"Bearer {token}"}).text]
-    captured += [gateway.usage("k").model_dump_json(), repr(gateway.client), repr(gateway.usage("k"))]
+    usage = gateway.usage("k")
+    captured += [usage.model_dump_json(), repr(gateway.upstream.endpoint), repr(usage), repr(gateway.upstream)]
     out, err = capfd.readouterr()
     captured += [caplog.text, out, err, *(repr(r.__dict__) for r in caplog.records)]
     assert any(seen.headers.get("authorization") == f"Bearer {KEY}" for seen in provider_env.seen)  # it was used
@@ -264,8 +265,7 @@ def test_key_never_leaves_the_host_side(
 
 
 def test_anthropic_candidate_round_trip(provider_env: FakeProvider) -> None:
-    client = AnthropicClient(SETTINGS)
-    with Gateway("anthropic/claude-sonnet-4-6", client=client) as gw:
+    with Gateway("anthropic/claude-sonnet-4-6", settings=SETTINGS) as gw:
         host, port = gw.listen_tcp()
         token = gw.issue_token("a")
         tools = [
@@ -318,7 +318,7 @@ def test_anthropic_candidate_round_trip(provider_env: FakeProvider) -> None:
 def test_revoke_counts_requests_still_in_flight(provider_env: FakeProvider) -> None:
     provider_env.push(Reply(body=completion(prompt_tokens=500, completion_tokens=50), delay=0.2))
     answered: list[int] = []
-    with Gateway("openai/gpt-4.1", client=OpenAIClient(ClientSettings(read_timeout=10))) as gw:
+    with Gateway("openai/gpt-4.1", settings=ClientSettings(read_timeout=10)) as gw:
         host, port = gw.listen_tcp()
         token = gw.issue_token("late")
         with httpx.Client(base_url=f"http://{host}:{port}") as http:
@@ -359,7 +359,7 @@ def test_http_framing_over_a_raw_socket(gateway: Gateway) -> None:
     # two pipelined requests on one connection, the second asking to close: two replies, then EOF
     both = raw_exchange(address, request_bytes(token, body) + request_bytes(token, body, extra="Connection: close\r\n"))
     assert both.count(b"HTTP/1.1 200 OK\r\n") == 2 and both.rstrip().endswith(b"}")
-    assert b"Connection: close" in both.split(b"HTTP/1.1 200 OK")[2]
+    assert b"connection: close" in both.split(b"HTTP/1.1 200 OK")[2].lower()
     # HTTP/1.0 without keep-alive: closed after the reply
     assert raw_exchange(address, request_bytes(token, body, version="HTTP/1.0")).startswith(b"HTTP/1.1 200 OK")
     # Expect: 100-continue is answered before the body is sent
@@ -369,30 +369,49 @@ def test_http_framing_over_a_raw_socket(gateway: Gateway) -> None:
         assert sock.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"
         sock.sendall(body)
         assert sock.recv(65536).startswith(b"HTTP/1.1 200 OK")
-    assert gateway.usage("raw").requests == 4
+    # a chunked body is read, and counted against the size limit as it arrives
+    chunked = b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nAuthorization: Bearer %s\r\n" % token.encode()
+    chunked += b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    assert raw_exchange(address, chunked).startswith(b"HTTP/1.1 200 OK")
+    assert gateway.usage("raw").requests == 5
+
+
+AUTH = b"Host: g\r\nAuthorization: Bearer %s\r\n"
 
 
 @pytest.mark.parametrize(
-    ("data", "status"),
+    ("data", "status", "says"),
     [
-        (b"POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 411),
-        (b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}", 411),
-        (b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n", 413),
-        (b"GARBAGE\r\n\r\n", 400),
-        (b"POST /v1/chat/completions HTTP/2.0\r\n\r\n", 505),  # http.server: HTTP Version Not Supported
-        (b"POST /v1/chat/completions HTTP/1.1\r\nno colon here\r\n\r\n", 400),
-        (b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length : 2\r\n\r\n{}", 400),  # no space before the colon
-        (b"POST /v1/chat/completions HTTP/1.1\r\nX: " + b"a" * 70000 + b"\r\n\r\n", 431),
-        (b"POST /v1/chat/completions HTTP/1.1\r\n" + b"X: y\r\n" * 101 + b"\r\n", 431),
-        (b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n", 414),
-        (b"DELETE /v1/chat/completions HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 501),
+        (
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+            400,
+            b"Invalid HTTP request",
+        ),
+        (b"POST /v1/chat/completions HTTP/1.1\r\n" + AUTH + b"Content-Length: 99999999999\r\n\r\n", 413, b"too large"),
+        (b"GARBAGE\r\n\r\n", 400, b"Invalid HTTP request"),
+        (b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nno colon here\r\n\r\n", 400, b"Invalid HTTP request"),
+        (
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nContent-Length : 2\r\n\r\n{}",
+            400,
+            b"Invalid HTTP request",
+        ),
+        (b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}", 400, b"Invalid HTTP request"),  # no Host
+        (b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nX: " + b"a" * 70000 + b"\r\n\r\n", 431, b"too large"),
+        (b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\n" + b"X: y\r\n" * 101 + b"\r\n", 431, b"too many"),
+        (b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\nHost: g\r\n\r\n", 414, b"too long"),
+        (b"DELETE /v1/chat/completions HTTP/1.1\r\nHost: g\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", 405, b"POST /v1/messages"),
     ],
 )
-def test_malformed_requests_are_refused_and_closed(gateway: Gateway, data: bytes, status: int) -> None:
-    reply = raw_exchange(gateway.listen_tcp(), data)
+def test_malformed_requests_are_refused_clearly(gateway: Gateway, data: bytes, status: int, says: bytes) -> None:
+    address = gateway.listen_tcp()
+    token = gateway.issue_token("m")
+    reply = raw_exchange(address, data.replace(b"%s", token.encode()))
     assert reply.startswith(f"HTTP/1.1 {status} ".encode())
-    head, _, body = reply.partition(b"\r\n\r\n")
-    assert b"\r\nConnection: close" in head and json.loads(body)["error"]["message"]
+    assert says in reply.partition(b"\r\n\r\n")[2]
+    # and the gateway carries on
+    assert raw_exchange(
+        address, request_bytes(token, json.dumps(CHAT).encode(), extra="Connection: close\r\n")
+    ).startswith(b"HTTP/1.1 200 OK")
 
 
 def test_a_half_sent_request_costs_nothing(gateway: Gateway) -> None:
@@ -404,16 +423,18 @@ def test_a_half_sent_request_costs_nothing(gateway: Gateway) -> None:
         sock.shutdown(socket.SHUT_WR)  # the client gives up mid-body
         assert sock.recv(65536) == b""
     assert gateway.usage("half").requests == 0
-    assert raw_exchange(address, b"GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n").endswith(b'{"ok": true}')
+    assert raw_exchange(address, b"GET /healthz HTTP/1.1\r\nHost: g\r\nConnection: close\r\n\r\n").endswith(
+        b'{"ok":true}'
+    )
 
 
 def test_internal_error_tracebacks_never_show_the_key(
     gateway: Gateway, http: httpx.Client, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def bug(self: Any, data: Any) -> Any:  # called by http.client with the request head, key included, in scope
+    async def bug(self: Any, request: Any, **kwargs: Any) -> Any:  # the request, key included, is in scope
         raise RuntimeError("a bug deep in the wire")
 
-    monkeypatch.setattr(HTTPConnection, "send", bug)
+    monkeypatch.setattr(httpx.AsyncClient, "send", bug)
     resp = post(http, gateway.issue_token("bug"))
     assert resp.status_code == 500 and "internal_error" in resp.text
     records = [r for r in caplog.records if r.exc_info]
@@ -423,5 +444,5 @@ def test_internal_error_tracebacks_never_show_the_key(
         assert record.exc_info is not None
         structlog.dev.RichTracebackFormatter(width=200, locals_max_string=10**6)(rendered, record.exc_info)
     text = rendered.getvalue()
-    assert "connections.py" in text and "http.client failed unexpectedly: RuntimeError" in text
+    assert "upstream.py" in text and "a bug deep in the wire" in text
     assert KEY not in text

@@ -20,7 +20,8 @@ from fake_provider import (
 from fake_provider import openai_completion as completion
 
 from runner.contract import Answer, EvidenceItem
-from runner.gateway.providers import ClientSettings, client_for
+from runner.gateway.model import ClientSettings
+from runner.gateway.providers import client_for
 from runner.grading.consensus import parse_votes
 from runner.grading.coverage import CoverageReport
 from runner.grading.entities import IdentityIndex, check_entities, check_verdict

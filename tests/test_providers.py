@@ -26,9 +26,11 @@ from fake_provider import (
 )
 
 from runner.errors import GatewayError
-from runner.gateway import anthropic_translate as tr
 from runner.gateway.preflight import PreflightError, preflight
+from runner.gateway.protocols import TranslationError
+from runner.gateway.protocols import chat_messages as tr
 from runner.gateway.providers import (
+    PROVIDERS,
     AnthropicClient,
     BadEndpoint,
     ClientSettings,
@@ -74,12 +76,57 @@ def test_unknown_provider(ref: str) -> None:
     assert isinstance(info.value, GatewayError)
 
 
-@pytest.mark.parametrize(("ref", "var"), [("openai/x", "OPENAI_API_KEY"), ("anthropic/y", "ANTHROPIC_API_KEY")])
+# Every provider and the variable it names when nothing is set: its key, or its base URL where it has no default.
+MISSING = [
+    ("openai/x", "OPENAI_API_KEY"),
+    ("anthropic/y", "ANTHROPIC_API_KEY"),
+    ("openrouter/meta-llama/llama-3.3-70b-instruct", "OPENROUTER_API_KEY"),
+    ("together/Qwen/Qwen3-235B", "TOGETHER_API_KEY"),
+    ("groq/llama-3.3-70b-versatile", "GROQ_API_KEY"),
+    ("google/gemini-2.5-pro", "GEMINI_API_KEY"),
+    ("azure/my-deployment", "AZURE_OPENAI_API_KEY"),
+    ("vllm/meta-llama/Llama-3-8B", "VLLM_BASE_URL"),
+]
+
+
+@pytest.mark.parametrize(("ref", "var"), MISSING)
 def test_missing_credential_names_the_variable(monkeypatch: pytest.MonkeyPatch, ref: str, var: str) -> None:
-    monkeypatch.delenv(var, raising=False)
+    for spec in PROVIDERS.values():
+        for name in (spec.key_env, spec.base_env):
+            if name:
+                monkeypatch.delenv(name, raising=False)
     with pytest.raises(MissingCredential, match=var) as info:
         client_for(ref)
     assert info.value.env_var == var
+
+
+def test_each_provider_sends_its_key_its_way(env: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The OpenAI-compatible providers reach their own base URL with their own key and header."""
+    sent = {}
+    for name, spec in PROVIDERS.items():
+        if spec.wire != "chat" or name == "openai":
+            continue
+        if spec.key_env:
+            monkeypatch.setenv(spec.key_env, f"{KEY}-{name}")
+        monkeypatch.setenv(spec.base_env, env.openai_base)
+        client, model = client_for(f"{name}/some/model", FAST)
+        client.chat(model, chat())
+        sent[name] = (
+            env.seen[-1].path,
+            env.seen[-1].body["model"],
+            {h: env.seen[-1].headers.get(h) for h in ("authorization", "api-key")},
+        )
+    assert sent["azure"] == ("/v1/chat/completions", "some/model", {"authorization": None, "api-key": f"{KEY}-azure"})
+    for name in ("openrouter", "together", "groq", "google", "vllm", "ollama"):
+        assert sent[name] == (
+            "/v1/chat/completions",
+            "some/model",
+            {"authorization": f"Bearer {KEY}-{name}", "api-key": None},
+        )
+    monkeypatch.delenv("OLLAMA_API_KEY")  # a local server without a key: no auth header at all
+    client, model = client_for("ollama/llama3", FAST)
+    client.chat(model, chat())
+    assert "authorization" not in env.seen[-1].headers
 
 
 def test_openai_success_normalizes_usage_and_sends_the_key(env: FakeProvider) -> None:
@@ -273,12 +320,12 @@ REQUESTS: list[tuple[dict[str, Any], dict[str, Any]]] = [
 
 @pytest.mark.parametrize(("fragment", "expected"), REQUESTS)
 def test_request_translation_table(fragment: dict[str, Any], expected: dict[str, Any]) -> None:
-    out = tr.to_messages_request({"messages": [{"role": "user", "content": "q"}], **fragment}, "m")
+    out = tr.chat_to_messages_request({"messages": [{"role": "user", "content": "q"}], **fragment}, "m")
     assert {k: out[k] for k in expected} == expected
 
 
 def test_tool_results_merge_into_one_user_turn_first() -> None:
-    out = tr.to_messages_request(
+    out = tr.chat_to_messages_request(
         {
             "messages": [
                 {"role": "tool", "tool_call_id": "a", "content": "1"},
@@ -302,8 +349,8 @@ def test_tool_results_merge_into_one_user_turn_first() -> None:
     ],
 )
 def test_untranslatable_requests_raise(request_body: dict[str, Any]) -> None:
-    with pytest.raises(tr.TranslationError):
-        tr.to_messages_request(request_body, "m")
+    with pytest.raises(TranslationError):
+        tr.chat_to_messages_request(request_body, "m")
 
 
 @pytest.mark.parametrize(
@@ -316,7 +363,7 @@ def test_untranslatable_requests_raise(request_body: dict[str, Any]) -> None:
     ],
 )
 def test_stop_reasons(stop_reason: str, finish: str) -> None:
-    body = tr.to_chat_completion(anthropic_message(stop_reason=stop_reason))
+    body = tr.messages_to_chat_response(anthropic_message(stop_reason=stop_reason))
     assert body["choices"][0]["finish_reason"] == finish
 
 
@@ -420,30 +467,25 @@ def test_unparseable_endpoint_or_key_fails_at_construction(monkeypatch: pytest.M
         OpenAIClient(FAST)
 
 
-def test_httpx_fallback_keeps_the_same_behaviour(env: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_transport_can_be_given(env: FakeProvider) -> None:
     sleeps = Sleeps()
-    client = OpenAIClient(FAST, sleep=sleeps, transport=httpx.HTTPTransport())
+    client = OpenAIClient(FAST, sleep=sleeps, transport=httpx.HTTPTransport(retries=0))
     env.push(Reply(429, {}, headers={"Retry-After": "0.3"}), Reply(body=_oa(prompt=4)), Reply(404, {"error": "x"}))
     result = client.chat("m", chat())
     assert (result.input_tokens, result.attempts, sleeps) == (4, 2, [0.3])
     with pytest.raises(ProviderError) as info:
         client.chat("m", chat())
     assert (info.value.status, info.value.retryable, info.value.attempts) == (404, False, 1)
-    env.push(Reply(hang=True), Reply(hang=True), Reply(hang=True))
-    with pytest.raises(ProviderError) as info:
-        OpenAIClient(ClientSettings(read_timeout=0.1, max_attempts=2), transport=httpx.HTTPTransport()).chat(
-            "m", chat()
-        )
-    assert (info.value.kind, info.value.attempts) == ("timeout", 2) and "ReadTimeout" in info.value.message
 
 
-def test_a_proxy_in_the_environment_selects_httpx(env: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+def test_a_proxy_in_the_environment_is_used(env: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.setenv("NO_PROXY", "")
-    assert OpenAIClient(FAST)._http is not None
+    with pytest.raises(ProviderError) as info:
+        OpenAIClient(ClientSettings(max_attempts=1)).chat("m", chat())
+    assert info.value.kind == "connection" and env.seen == []
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    bypassed = OpenAIClient(FAST)
-    assert bypassed._http is None and bypassed.chat("m", chat()).attempts == 1
+    assert OpenAIClient(FAST).chat("m", chat()).attempts == 1
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")

@@ -26,7 +26,7 @@ import pytest
 from fake_provider import OPENAI_MODEL, FakeProvider, Reply, openai_completion
 
 from runner.contract import Answer, SampleOutput
-from runner.gateway.providers import ClientSettings, OpenAIClient
+from runner.gateway.model import ClientSettings
 from runner.gateway.server import Gateway, SampleUsage
 from runner.paths import tasks_dir, world_dir
 from runner.sandbox.backend import SampleSpec, gateway_link
@@ -74,7 +74,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProvider]:
 
 @pytest.fixture
 def gateway(fake: FakeProvider) -> Iterator[Gateway]:
-    with Gateway("openai/gpt-4.1", client=OpenAIClient(SETTINGS)) as gw:
+    with Gateway("openai/gpt-4.1", settings=SETTINGS) as gw:
         yield gw
 
 
@@ -191,7 +191,11 @@ def test_the_reference_agent_completes_a_scripted_investigation(
         cached_tokens=50,
         latency_s=usage.latency_s,
         model_ids=[OPENAI_MODEL],
+        calls=usage.calls,
     )
+    assert [(c.api, c.provider_api, c.stream, c.outcome, c.input_tokens) for c in usage.calls] == [
+        ("chat", "chat", False, "ok", tokens) for tokens in (101, 202, 303)
+    ]
     assert len(fake.seen) == 3
     assert all(s.headers["authorization"] == f"Bearer {MARKER}" for s in fake.seen)  # the host key was used
     first = fake.seen[0].body

@@ -26,7 +26,7 @@ import pytest
 from fake_provider import OPENAI_MODEL, FakeProvider
 
 from runner.contract import Answer
-from runner.gateway.providers import ClientSettings, OpenAIClient
+from runner.gateway.model import ClientSettings
 from runner.gateway.server import Gateway
 from runner.paths import tasks_dir
 from runner.sandbox.backend import (
@@ -197,7 +197,7 @@ def test_the_gateway_path_reaches_the_gateway_with_the_right_token(
     with FakeProvider() as fake:
         monkeypatch.setenv("OPENAI_API_KEY", host_key)
         monkeypatch.setenv("OPENAI_BASE_URL", fake.openai_base)
-        with Gateway("openai/gpt-4.1", client=OpenAIClient(ClientSettings(max_attempts=1))) as gateway:
+        with Gateway("openai/gpt-4.1", settings=ClientSettings(max_attempts=1)) as gateway:
             spec = make_spec(task, refs["base"].tag, command=["python3", "-c", agent])
             with gateway_link(gateway, spec.sample_id) as (folder, token):
                 out = backend.run_sample(spec.model_copy(update={"gateway_socket_dir": folder, "gateway_token": token}))

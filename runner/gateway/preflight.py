@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from runner import log
 from runner.errors import GatewayError
-from runner.gateway.providers import ClientSettings, ProviderClient, ProviderError, client_for
+from runner.gateway.model import ClientSettings
+from runner.gateway.providers import ProviderClient, ProviderError, client_for
 
 _log = log.get(__name__)
 
@@ -97,7 +98,8 @@ def _explain(alias: str, client: ProviderClient, exc: ProviderError) -> str:
     if exc.kind in ("connection", "timeout"):
         return f"{alias}: cannot reach {client.base_url} ({exc.kind} after {exc.attempts} attempt(s))"
     if exc.status in (401, 403):
-        return f"{alias}: {client.base_url} rejected the key in {client.key_env} (HTTP {exc.status})"
+        where = f"the key in {client.key_env}" if client.key_env else "the request (no key is set)"
+        return f"{alias}: {client.base_url} rejected {where} (HTTP {exc.status})"
     if exc.status == 404:
         return f"{alias}: {client.base_url} does not know model {exc.model!r} (HTTP 404)"
     return f"{alias}: {exc}"

@@ -1,81 +1,175 @@
-"""Provider clients: OpenAI-compatible chat-completions and Anthropic Messages.
+"""Providers: the table of who can serve a model, and the synchronous client the judges and preflight use.
 
-Every client has explicit timeouts and retries with tenacity: 429 (honouring ``Retry-After``, capped), 5xx,
-connection errors and resets, timeouts, and a 2xx body that is not a JSON object. Other 4xx are never retried.
-Keys come from the host environment only and are redacted from every repr, error and recorded body.
+A model is named ``provider/model`` (``openai/gpt-4.1``, ``anthropic/claude-sonnet-4-6``,
+``vllm/meta-llama/Llama-3-8B``); the model part may itself contain slashes. :data:`PROVIDERS` says, for each
+provider, its wire API (OpenAI-compatible chat completions, or Anthropic Messages), the host variables holding
+its key and base URL, and how the key is sent. Keys come from the host environment only and are redacted from
+every repr, error and recorded body.
 
-The wire is the standard library's ``http.client`` under a small keep-alive pool
-(:mod:`runner.gateway.connections`): the gateway forwards every agent step through these clients, and httpx's
-per-call CPU (about four times more) was most of the latency it added. httpx is still used when a proxy
-environment variable (``HTTPS_PROXY``, ``ALL_PROXY``..., minus ``NO_PROXY``) applies to the endpoint, as it
-handles proxy tunnels and proxy credentials, or when a caller passes an httpx ``transport``. Both fail alike:
-timeouts and broken connections become retryable :class:`ProviderError` records of kind ``timeout`` and
-``connection``.
-
-Models are named ``provider/model`` (``openai/gpt-4.1``, ``anthropic/claude-sonnet-4-6``); the model part may
-itself contain slashes (``openai/meta-llama/Llama-3-8B`` for a vLLM server).
+The client retries with tenacity: 429 (honouring ``Retry-After``, capped), 5xx, connection errors, timeouts,
+and a 2xx body that is not a JSON object. Other 4xx are never retried. The wire is httpx (proxies from the
+environment, certificates from ``SSL_CERT_FILE``/``SSL_CERT_DIR`` or certifi). The gateway's asynchronous
+provider hop (:mod:`runner.gateway.upstream`) shares this module's table, error type and retry policy.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import ssl
 import time
-import urllib.request
-from abc import ABC, abstractmethod
-from collections.abc import Callable
-from datetime import UTC, datetime
-from typing import Any, ClassVar, Literal, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Protocol
 from urllib.parse import urlsplit
 
 import httpx
 import tenacity
-from pydantic import BaseModel, ConfigDict, Field
 
 from runner import log
 from runner.errors import GatewayError
-from runner.gateway import anthropic_translate, connections
+from runner.gateway.model import (
+    Api,
+    ClientSettings,
+    ErrorKind,
+    ProviderErrorRecord,
+    ProviderResult,
+    ProviderSpec,
+)
+from runner.gateway.protocols import chat_messages, tokens
 
 _log = log.get(__name__)
 
-ErrorKind = Literal["http_status", "timeout", "connection", "malformed"]
-_REDACTED = "[REDACTED]"
-_BODY_SNIPPET = 500  # an error body is evidence, not a payload: keep a bounded, redacted prefix
+REDACTED = "[REDACTED]"
+BODY_SNIPPET = 500  # an error body is evidence, not a payload: keep a bounded, redacted prefix
+ANTHROPIC_VERSION = "2023-06-01"
+
+#: Every provider, by the name used in model references. Each OpenAI-compatible one has its own variables, so
+#: a run can mix them (a vLLM candidate judged by OpenAI and Anthropic models).
+PROVIDERS: dict[str, ProviderSpec] = {
+    spec.name: spec
+    for spec in (
+        ProviderSpec(
+            name="openai",
+            wire="chat",
+            responses=True,
+            key_env="OPENAI_API_KEY",
+            base_env="OPENAI_BASE_URL",
+            default_base="https://api.openai.com/v1",
+            note="OpenAI",
+        ),
+        ProviderSpec(
+            name="anthropic",
+            wire="messages",
+            key_env="ANTHROPIC_API_KEY",
+            base_env="ANTHROPIC_BASE_URL",
+            default_base="https://api.anthropic.com",
+            auth="x-api-key",
+            note="Anthropic Messages",
+        ),
+        ProviderSpec(
+            name="openrouter",
+            wire="chat",
+            key_env="OPENROUTER_API_KEY",
+            base_env="OPENROUTER_BASE_URL",
+            default_base="https://openrouter.ai/api/v1",
+            note="OpenRouter",
+        ),
+        ProviderSpec(
+            name="together",
+            wire="chat",
+            key_env="TOGETHER_API_KEY",
+            base_env="TOGETHER_BASE_URL",
+            default_base="https://api.together.xyz/v1",
+            note="Together AI",
+        ),
+        ProviderSpec(
+            name="groq",
+            wire="chat",
+            key_env="GROQ_API_KEY",
+            base_env="GROQ_BASE_URL",
+            default_base="https://api.groq.com/openai/v1",
+            note="Groq",
+        ),
+        ProviderSpec(
+            name="google",
+            wire="chat",
+            key_env="GEMINI_API_KEY",
+            base_env="GEMINI_BASE_URL",
+            default_base="https://generativelanguage.googleapis.com/v1beta/openai",
+            note="Gemini through its OpenAI-compatible endpoint",
+        ),
+        ProviderSpec(
+            name="azure",
+            wire="chat",
+            responses=True,
+            key_env="AZURE_OPENAI_API_KEY",
+            base_env="AZURE_OPENAI_BASE_URL",
+            default_base=None,
+            auth="api-key",
+            note="Azure OpenAI, v1 API: https://<resource>.openai.azure.com/openai/v1; the model is the deployment",
+        ),
+        ProviderSpec(
+            name="vllm",
+            wire="chat",
+            key_env="VLLM_API_KEY",
+            key_required=False,
+            base_env="VLLM_BASE_URL",
+            default_base=None,
+            note="a vLLM server: http://<host>:8000/v1",
+        ),
+        ProviderSpec(
+            name="ollama",
+            wire="chat",
+            key_env="OLLAMA_API_KEY",
+            key_required=False,
+            base_env="OLLAMA_BASE_URL",
+            default_base="http://127.0.0.1:11434/v1",
+            note="an Ollama server",
+        ),
+    )
+}
+
+#: Where each wire API lives under a provider's base URL.
+PATHS: dict[str, str] = {
+    "chat": "/chat/completions",
+    "responses": "/responses",
+    "messages": "/v1/messages",
+    "count_tokens": "/v1/messages/count_tokens",
+}
 
 
-class _Headers(Protocol):
-    """Response headers looked up case-insensitively: ``http.client.HTTPMessage`` or ``httpx.Headers``."""
+class Headers(Protocol):
+    """Response headers looked up case-insensitively (``httpx.Headers``)."""
 
     def get(self, name: str, /) -> str | None: ...
 
 
 class MissingCredential(GatewayError):
-    """The provider's key is not set in the host environment."""
+    """A variable the provider needs (its key, or its base URL where there is no default) is not set."""
 
-    def __init__(self, provider: str, env_var: str) -> None:
+    def __init__(self, provider: str, env_var: str, what: str = "the API key") -> None:
         self.provider = provider
         self.env_var = env_var
-        super().__init__(f"{provider}: the API key is missing; set {env_var} in the host environment")
+        super().__init__(f"{provider}: {what} is missing; set {env_var} in the host environment")
 
 
 class UnknownProvider(GatewayError):
-    """A model reference names a provider we have no client for, or is not ``provider/model``."""
+    """A model reference names a provider we have no entry for, or is not ``provider/model``."""
 
     def __init__(self, ref: str) -> None:
         self.ref = ref
-        known = ", ".join(sorted(CLIENTS))
+        known = ", ".join(sorted(PROVIDERS))
         super().__init__(f"unknown model reference {ref!r}: write provider/model, with provider one of {known}")
 
 
 class BadEndpoint(GatewayError):
     """The base URL is not http(s) with a host, or the key cannot go in a header: no request could be sent."""
 
-    def __init__(self, provider: str, key_env: str, base_env: str) -> None:
+    def __init__(self, provider: str, key_env: str | None, base_env: str) -> None:
         self.provider = provider
-        super().__init__(
-            f"{provider}: {base_env} is not an http(s) URL with a host, or {key_env} holds a line break or "
-            "a non-Latin-1 character"
-        )
+        key = f", or {key_env} holds a line break or a non-Latin-1 character" if key_env else ""
+        super().__init__(f"{provider}: {base_env} is not an http(s) URL with a host{key}")
 
 
 class ProviderError(GatewayError):
@@ -121,335 +215,132 @@ class ProviderError(GatewayError):
         )
 
 
-class ProviderErrorRecord(BaseModel):
-    """One failed provider call, as recorded in a sample's accounting."""
-
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
-
-    kind: ErrorKind
-    """What went wrong: an HTTP error status, a timeout, a broken connection, or a body that is not JSON."""
-    provider: str
-    """The provider part of the model reference."""
-    model: str
-    """The model name sent to the provider."""
-    status: int | None
-    """The last HTTP status received, or None when no response arrived."""
-    retryable: bool
-    """Whether the last failure was of a retryable kind (so retries ran out rather than being skipped)."""
-    attempts: int
-    """How many times the call was tried."""
-    message: str
-    """A bounded, redacted description; never holds a key."""
-    at: datetime = Field(default_factory=lambda: datetime.now(UTC))
-    """When the call finally failed (UTC)."""
-
-
-class ClientSettings(BaseModel):
-    """Timeouts and retry policy of a provider client. The defaults suit long, non-streamed LLM replies."""
-
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
-
-    connect_timeout: float = 10.0
-    """Seconds to open a connection."""
-    read_timeout: float = 300.0
-    """Seconds to wait for response bytes; a hung provider counts as a retryable timeout."""
-    write_timeout: float = 30.0
-    """Seconds to send the request."""
-    pool_timeout: float = 30.0
-    """Seconds to wait for a free pooled connection."""
-    max_attempts: int = Field(default=5, ge=1)
-    """Tries per call, the first included; also bounds retries of malformed bodies."""
-    max_elapsed: float = 600.0
-    """No new try starts after this many seconds since the first."""
-    retry_after_cap: float = 60.0
-    """Upper bound on a provider's ``Retry-After``, so a hostile or confused header cannot stall a run."""
-    backoff_initial: float = 0.5
-    """Base of the jittered exponential backoff used when no ``Retry-After`` is given."""
-    backoff_max: float = 30.0
-    """Upper bound of one backoff wait."""
-    max_connections: int = 32
-    """Connection pool size; two samples plus judges need far fewer."""
-
-
-class ProviderResult(BaseModel):
-    """A successful call, normalized across providers."""
-
-    model_config = ConfigDict(use_attribute_docstrings=True)
-
-    provider: str
-    """The provider part of the model reference."""
-    model: str
-    """The model name we asked for."""
-    returned_model: str | None
-    """The model id the provider returned on the wire (what the contract records)."""
-    input_tokens: int
-    """Prompt tokens, cached ones included."""
-    output_tokens: int
-    """Completion tokens."""
-    cached_tokens: int
-    """Prompt tokens served from the provider's cache (a subset of ``input_tokens``)."""
-    latency_s: float
-    """Wall time of the whole call, retries and waits included."""
-    attempts: int
-    """How many tries it took."""
-    body: dict[str, Any]
-    """The provider's parsed response body, in its own protocol."""
-    raw: bytes = Field(default=b"", repr=False)
-    """The response bytes, for pass-through without re-serializing."""
-    completion: dict[str, Any] | None = Field(default=None, repr=False)
-    """The reply as a chat-completions body; set by :meth:`ProviderClient.chat`."""
-
-
 def parse_model(ref: str) -> tuple[str, str]:
     """Split ``provider/model`` at the first slash.
 
     Raises:
-        UnknownProvider: no slash, an empty part, or a provider without a client.
+        UnknownProvider: no slash, an empty part, or a provider without an entry.
     """
     provider, _, model = ref.partition("/")
-    if not model or provider not in CLIENTS:
+    if not model or provider not in PROVIDERS:
         raise UnknownProvider(ref)
     return provider, model
 
 
-def client_for(ref: str, settings: ClientSettings | None = None, **kwargs: Any) -> tuple[ProviderClient, str]:
-    """A client configured from the host environment for ``ref``, and the model name to send.
+class Endpoint:
+    """A provider resolved from the host environment: its base URL and the headers that carry its key.
 
-    Raises:
-        UnknownProvider: see :func:`parse_model`.
-        MissingCredential: the provider's key variable is unset or empty.
-        BadEndpoint: the base URL or the key cannot make a request.
+    The key lives on this object only, whose repr redacts it, so a traceback rendered with locals never shows it.
     """
-    provider, model = parse_model(ref)
-    return CLIENTS[provider](settings, **kwargs), model
 
-
-class ProviderClient(ABC):
-    """A thread-safe client of one provider endpoint. Subclasses set the protocol details."""
-
-    provider: ClassVar[str]
-    key_env: ClassVar[str]
-    base_env: ClassVar[str]
-    default_base: ClassVar[str]
-    path: ClassVar[str]
-
-    def __init__(
-        self,
-        settings: ClientSettings | None = None,
-        *,
-        sleep: Callable[[float], None] = time.sleep,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        """Read the key and base URL from the host environment.
-
-        ``sleep`` is the wait between retries (tests pass a recorder). ``transport`` makes the client use
-        httpx with that transport instead of :mod:`~runner.gateway.connections`.
+    def __init__(self, spec: ProviderSpec, environ: Mapping[str, str] | None = None) -> None:
+        """Read the key and base URL from ``environ`` (the process environment by default).
 
         Raises:
-            MissingCredential: the key variable is unset or empty.
+            MissingCredential: the key, or a base URL without a default, is unset or empty.
             BadEndpoint: the base URL or the key cannot make a request.
         """
-        # The key lives on self only (whose repr redacts it): a traceback rendered with locals never shows it.
-        self._key = os.environ.get(self.key_env, "")
-        if not self._key:
-            raise MissingCredential(self.provider, self.key_env)
-        self.base_url = (os.environ.get(self.base_env) or self.default_base).rstrip("/")
-        self.settings = s = settings or ClientSettings()
-        # One Retrying per client: tenacity keeps per-call state thread-local, and building it per call shows
-        # up on the gateway's hot path.
-        self._retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(s.max_attempts) | tenacity.stop_after_delay(s.max_elapsed),
-            wait=self._wait,
-            retry=tenacity.retry_if_exception(lambda e: isinstance(e, ProviderError) and e.retryable),
-            sleep=sleep,
-            before_sleep=self._log_retry,
-            reraise=True,
-        )
-        self._pool: connections.Pool | None = None
-        self._http: httpx.Client | None = None
-        if not self._open_wire(transport):
-            raise BadEndpoint(self.provider, self.key_env, self.base_env)
-
-    def _open_wire(self, transport: httpx.BaseTransport | None) -> bool:
-        """Set up the connection pool (or httpx, for a proxy or a given transport); False if no request can go."""
-        s = self.settings
-        headers = {**self._auth_headers(self._key), "content-type": "application/json"}
-        if transport is None and not _proxied(self.base_url):
-            try:
-                self._pool = connections.Pool(
-                    self.base_url,
-                    headers,
-                    connect_timeout=s.connect_timeout,
-                    read_timeout=s.read_timeout,
-                    write_timeout=s.write_timeout,
-                    pool_timeout=s.pool_timeout,
-                    max_connections=s.max_connections,
-                )
-            except ValueError:  # raised from here, its traceback would show the headers: the caller raises
-                return False
-        else:
-            self._http = httpx.Client(
-                timeout=httpx.Timeout(
-                    connect=s.connect_timeout, read=s.read_timeout, write=s.write_timeout, pool=s.pool_timeout
-                ),
-                limits=httpx.Limits(max_connections=s.max_connections, max_keepalive_connections=s.max_connections),
-                headers=headers,
-                transport=transport,
-            )
-        return True
+        env = os.environ if environ is None else environ
+        self.spec = spec
+        self.key = env.get(spec.key_env, "") if spec.key_env else ""
+        if spec.key_required and not self.key:
+            raise MissingCredential(spec.name, str(spec.key_env))
+        base = env.get(spec.base_env) or spec.default_base
+        if not base:
+            raise MissingCredential(spec.name, spec.base_env, "the base URL")
+        self.base_url = base.rstrip("/")
+        parts = urlsplit(self.base_url)
+        # No local holds the key or its headers: a traceback rendered with locals shows none.
+        if (
+            parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or any(c in self.key for c in "\r\n")
+            or not self.key.isascii()
+        ):
+            raise BadEndpoint(spec.name, spec.key_env, spec.base_env)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(base_url={self.base_url!r}, key={_REDACTED})"
+        return f"Endpoint({self.spec.name!r}, base_url={self.base_url!r}, key={REDACTED})"
 
-    def close(self) -> None:
-        """Close pooled connections."""
-        if self._pool is not None:
-            self._pool.close()
-        if self._http is not None:
-            self._http.close()
+    def auth_headers(self) -> dict[str, str]:
+        """The headers that carry the key (none for a keyless local server), plus Anthropic's version."""
+        headers: dict[str, str] = {}
+        if self.key:
+            if self.spec.auth == "bearer":
+                headers["authorization"] = f"Bearer {self.key}"
+            else:
+                headers[self.spec.auth] = self.key
+        if self.spec.wire == "messages":
+            headers["anthropic-version"] = ANTHROPIC_VERSION
+        return headers
 
-    @abstractmethod
-    def _auth_headers(self, key: str) -> dict[str, str]: ...
+    def redact(self, text: str) -> str:
+        """``text`` with the key replaced."""
+        return text.replace(self.key, REDACTED) if self.key else text
 
-    @abstractmethod
-    def _usage(self, body: dict[str, Any]) -> tuple[int, int, int]: ...
-
-    @abstractmethod
-    def _to_native(self, chat: dict[str, Any], model: str) -> dict[str, Any]: ...
-
-    @abstractmethod
-    def _to_chat(self, body: dict[str, Any]) -> dict[str, Any]: ...
-
-    def chat(self, model: str, request: dict[str, Any]) -> ProviderResult:
-        """Send a chat-completions ``request`` to ``model``; the result's ``completion`` is chat-completions.
-
-        The request's own ``model`` field is replaced. Raises what :meth:`send` raises, and
-        ``anthropic_translate.TranslationError`` for a request the provider's protocol cannot express.
-        """
-        result = self.send(model, self._to_native(request, model))
-        result.completion = self._to_chat(result.body)
-        return result
-
-    def send(self, model: str, body: dict[str, Any]) -> ProviderResult:
-        """POST ``body`` (in the provider's own protocol) with retries and return the normalized result.
-
-        Raises:
-            ProviderError: the last try failed, or a non-retryable 4xx came back; ``attempts`` says how many
-                tries ran.
-        """
-        payload = json.dumps({**body, "model": model}).encode()
-        url = self.base_url + self.path
-        tries = 0
-        started = time.perf_counter()
-
-        def attempt() -> ProviderResult:
-            nonlocal tries
-            tries += 1
-            try:
-                return self._attempt(url, model, payload, started, tries)
-            except ProviderError as exc:
-                exc.attempts = tries
-                raise
-
-        return self._retrying(attempt)
-
-    def _attempt(self, url: str, model: str, payload: bytes, started: float, tries: int) -> ProviderResult:
-        def fail(kind: ErrorKind, message: str, **kw: Any) -> ProviderError:
-            return ProviderError(self._redact(message), kind=kind, provider=self.provider, model=model, **kw)
-
-        try:
-            status, headers, raw = self._post(url, payload)
-        except connections.Timeout as exc:
-            raise fail("timeout", f"{exc.name} calling {url}", retryable=True) from None
-        except connections.Broken as exc:
-            # ConnectError, ReadError (reset), RemoteProtocolError (peer closed mid-response) and kin.
-            raise fail("connection", f"{exc.name} calling {url}: {exc}", retryable=True) from None
-        if status >= 400:
-            retryable = status == 429 or status >= 500
-            # Redact before cutting: a cut could leave a key prefix that no longer matches the whole key.
-            snippet = self._redact(raw.decode("utf-8", "replace"))[:_BODY_SNIPPET]
-            raise fail(
-                "http_status",
-                f"{url} answered {status}: {snippet}",
-                status=status,
-                retryable=retryable,
-                retry_after=_retry_after(headers) if retryable else None,
-            )
-        if self._key.encode() in raw:  # a provider echoing our key must not pass it on to an agent
-            raw = raw.replace(self._key.encode(), _REDACTED.encode())
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            message = f"{url} answered {status} with a body that is not a JSON object"
-            raise fail("malformed", message, status=status, retryable=True)
-        inp, out, cached = self._usage(body)
-        returned = body.get("model")
-        return ProviderResult.model_construct(  # the fields are built here, validation would only cost time
-            provider=self.provider,
-            model=model,
-            returned_model=returned if isinstance(returned, str) else None,
-            input_tokens=inp,
-            output_tokens=out,
-            cached_tokens=cached,
-            latency_s=time.perf_counter() - started,
-            attempts=tries,
-            body=body,
-            raw=raw,
-            completion=None,
-        )
-
-    def _post(self, url: str, payload: bytes) -> tuple[int, _Headers, bytes]:
-        """One POST on whichever wire the client uses; failures as :mod:`~runner.gateway.connections` raises them."""
-        if self._pool is not None:
-            return self._pool.post(self.path, payload)
-        assert self._http is not None
-        try:
-            resp = self._http.post(url, content=payload)
-            return resp.status_code, resp.headers, resp.content
-        except httpx.TimeoutException as exc:
-            raise connections.Timeout(type(exc).__name__) from None
-        except httpx.TransportError as exc:
-            raise connections.Broken(type(exc).__name__, str(exc)) from None
-
-    def _wait(self, state: tenacity.RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, ProviderError) and exc.retry_after is not None:
-            return min(exc.retry_after, self.settings.retry_after_cap)
-        backoff = tenacity.wait_random_exponential(
-            multiplier=self.settings.backoff_initial, max=self.settings.backoff_max
-        )
-        return float(backoff(state))
-
-    def _log_retry(self, state: tenacity.RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, ProviderError):
-            _log.warning(
-                "provider_retry",
-                provider=self.provider,
-                model=exc.model,
-                kind=exc.kind,
-                status=exc.status,
-                attempt=state.attempt_number,
-                wait_s=round(state.upcoming_sleep, 3),
-            )
-
-    def _redact(self, text: str) -> str:
-        return text.replace(self._key, _REDACTED) if self._key else text
+    def redact_bytes(self, raw: bytes) -> bytes:
+        """``raw`` with the key replaced: a provider echoing our key must not pass it on to an agent."""
+        key = self.key.encode()
+        return raw.replace(key, REDACTED.encode()) if key and key in raw else raw
 
 
-def _proxied(url: str) -> bool:
-    """Whether httpx, trusting the environment as it does by default, would send ``url`` through a proxy."""
-    proxies = urllib.request.getproxies_environment()
-    scheme = url.partition(":")[0].lower()
-    if not (proxies.get(scheme) or proxies.get("all")):
-        return False
-    host = urlsplit(url).hostname or ""
-    return not urllib.request.proxy_bypass_environment(host, proxies)  # type: ignore[attr-defined]  # not in typeshed
+def ssl_context() -> ssl.SSLContext:
+    """Verify certificates and host names against ``SSL_CERT_FILE``/``SSL_CERT_DIR`` when set, else certifi."""
+    return _ssl_context(os.environ.get("SSL_CERT_FILE") or None, os.environ.get("SSL_CERT_DIR") or None)
 
 
-def _retry_after(headers: _Headers) -> float | None:
+@functools.lru_cache(maxsize=4)
+def _ssl_context(cafile: str | None, capath: str | None) -> ssl.SSLContext:
+    # Loading a CA bundle takes ~0.1 s; a context is safe to share between clients and threads.
+    if not cafile and not capath:
+        import certifi  # httpx's own CA bundle, installed with it
+
+        cafile = certifi.where()
+    return ssl.create_default_context(cafile=cafile, capath=capath)
+
+
+def httpx_timeout(s: ClientSettings) -> httpx.Timeout:
+    """The settings' timeouts as httpx takes them."""
+    return httpx.Timeout(connect=s.connect_timeout, read=s.read_timeout, write=s.write_timeout, pool=s.pool_timeout)
+
+
+def httpx_limits(s: ClientSettings) -> httpx.Limits:
+    """The settings' pool size as httpx takes it."""
+    return httpx.Limits(max_connections=s.max_connections, max_keepalive_connections=s.max_connections)
+
+
+def status_failure(
+    endpoint: Endpoint, model: str, url: str, status: int, headers: Headers, raw: bytes
+) -> ProviderError:
+    """The error for an HTTP error status: 429 and 5xx are retryable (with their ``Retry-After``)."""
+    retryable = status == 429 or status >= 500
+    # Redact before cutting: a cut could leave a key prefix that no longer matches the whole key.
+    snippet = endpoint.redact(raw.decode("utf-8", "replace"))[:BODY_SNIPPET]
+    return ProviderError(
+        endpoint.redact(f"{url} answered {status}: {snippet}"),
+        kind="http_status",
+        provider=endpoint.spec.name,
+        model=model,
+        status=status,
+        retryable=retryable,
+        retry_after=retry_after(headers) if retryable else None,
+    )
+
+
+def transport_failure(endpoint: Endpoint, model: str, url: str, exc: httpx.TransportError) -> ProviderError:
+    """The retryable error for a timeout or a broken connection (never with the request's headers)."""
+    kind: ErrorKind = "timeout" if isinstance(exc, httpx.TimeoutException) else "connection"
+    detail = "" if kind == "timeout" else f": {str(exc)[:200]}"
+    return ProviderError(
+        endpoint.redact(f"{type(exc).__name__} calling {url}{detail}"),
+        kind=kind,
+        provider=endpoint.spec.name,
+        model=model,
+        retryable=True,
+    )
+
+
+def retry_after(headers: Headers) -> float | None:
     """Seconds from ``retry-after-ms`` (OpenAI sends it) or ``Retry-After`` in seconds; dates are ignored."""
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         value = headers.get(name)
@@ -464,56 +355,200 @@ def _retry_after(headers: _Headers) -> float | None:
     return None
 
 
-class OpenAIClient(ProviderClient):
-    """Any OpenAI-compatible ``/chat/completions`` endpoint: OpenAI, vLLM, llama.cpp, Ollama."""
+class RetryPolicy:
+    """The retry rules shared by the judges' client and the gateway's provider hop."""
 
-    provider = "openai"
-    key_env = "OPENAI_API_KEY"
-    base_env = "OPENAI_BASE_URL"
-    default_base = "https://api.openai.com/v1"
-    path = "/chat/completions"
+    def __init__(self, settings: ClientSettings, provider: str) -> None:
+        self.settings = settings
+        self.provider = provider
 
-    def _auth_headers(self, key: str) -> dict[str, str]:
-        return {"authorization": f"Bearer {key}"}
+    def arguments(self) -> dict[str, Any]:
+        """Keyword arguments for ``tenacity.Retrying`` or ``tenacity.AsyncRetrying`` (add ``sleep``)."""
+        s = self.settings
+        return {
+            "stop": tenacity.stop_after_attempt(s.max_attempts) | tenacity.stop_after_delay(s.max_elapsed),
+            "wait": self.wait,
+            "retry": tenacity.retry_if_exception(lambda e: isinstance(e, ProviderError) and e.retryable),
+            "before_sleep": self.log_retry,
+            "reraise": True,
+        }
 
-    def _usage(self, body: dict[str, Any]) -> tuple[int, int, int]:
-        usage = body.get("usage") or {}
-        details = usage.get("prompt_tokens_details") or {}
-        return (
-            int(usage.get("prompt_tokens") or 0),
-            int(usage.get("completion_tokens") or 0),
-            int(details.get("cached_tokens") or 0),
+    def wait(self, state: tenacity.RetryCallState) -> float:
+        """The provider's ``Retry-After`` (capped), else jittered exponential backoff."""
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, ProviderError) and exc.retry_after is not None:
+            return min(exc.retry_after, self.settings.retry_after_cap)
+        backoff = tenacity.wait_random_exponential(
+            multiplier=self.settings.backoff_initial, max=self.settings.backoff_max
+        )
+        return float(backoff(state))
+
+    def log_retry(self, state: tenacity.RetryCallState) -> None:
+        """One structured line per retry."""
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, ProviderError):
+            _log.warning(
+                "provider_retry",
+                provider=self.provider,
+                model=exc.model,
+                kind=exc.kind,
+                status=exc.status,
+                attempt=state.attempt_number,
+                wait_s=round(state.upcoming_sleep, 3),
+            )
+
+
+def client_for(ref: str, settings: ClientSettings | None = None, **kwargs: Any) -> tuple[ProviderClient, str]:
+    """A client configured from the host environment for ``ref``, and the model name to send.
+
+    Raises:
+        UnknownProvider: see :func:`parse_model`.
+        MissingCredential: a variable the provider needs is unset or empty.
+        BadEndpoint: the base URL or the key cannot make a request.
+    """
+    provider, model = parse_model(ref)
+    return ProviderClient(settings, spec=PROVIDERS[provider], **kwargs), model
+
+
+class ProviderClient:
+    """A thread-safe, synchronous client of one provider, speaking chat completions to its callers.
+
+    The judges and preflight use it; subclasses fix ``default_spec`` for callers that name the provider.
+    """
+
+    default_spec: ClassVar[ProviderSpec | None] = None
+
+    def __init__(
+        self,
+        settings: ClientSettings | None = None,
+        *,
+        spec: ProviderSpec | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        """Read the key and base URL from the host environment.
+
+        ``sleep`` is the wait between retries (tests pass a recorder); ``transport`` replaces httpx's.
+
+        Raises:
+            MissingCredential: a variable the provider needs is unset or empty.
+            BadEndpoint: the base URL or the key cannot make a request.
+        """
+        chosen = spec or self.default_spec
+        if chosen is None:
+            raise GatewayError("ProviderClient needs a provider spec")
+        self.endpoint = Endpoint(chosen)
+        self.spec = chosen
+        self.provider = chosen.name
+        self.key_env = chosen.key_env
+        self.base_url = self.endpoint.base_url
+        self.settings = s = settings or ClientSettings()
+        self.path = PATHS[chosen.wire]
+        # One Retrying per client: tenacity keeps per-call state thread-local.
+        self._retrying = tenacity.Retrying(sleep=sleep, **RetryPolicy(s, chosen.name).arguments())
+        self._http = httpx.Client(
+            timeout=httpx_timeout(s),
+            limits=httpx_limits(s),
+            headers={**self.endpoint.auth_headers(), "content-type": "application/json"},
+            transport=transport,
+            verify=ssl_context(),
         )
 
-    def _to_native(self, chat: dict[str, Any], model: str) -> dict[str, Any]:
-        return chat
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r}, key={REDACTED})"
 
-    def _to_chat(self, body: dict[str, Any]) -> dict[str, Any]:
-        return body
+    def close(self) -> None:
+        """Close pooled connections."""
+        self._http.close()
+
+    def chat(self, model: str, request: dict[str, Any]) -> ProviderResult:
+        """Send a chat-completions ``request`` to ``model``; the result's ``completion`` is chat-completions.
+
+        The request's own ``model`` field is replaced. Raises what :meth:`send` raises, and
+        ``protocols.TranslationError`` for a request the provider's protocol cannot express.
+        """
+        if self.spec.wire == "messages":
+            result = self.send(model, chat_messages.chat_to_messages_request(request, model))
+            result.completion = chat_messages.messages_to_chat_response(result.body)
+        else:
+            result = self.send(model, request)
+            result.completion = result.body
+        return result
+
+    def send(self, model: str, body: dict[str, Any]) -> ProviderResult:
+        """POST ``body`` (in the provider's own protocol) with retries and return the normalized result.
+
+        Raises:
+            ProviderError: the last try failed, or a non-retryable 4xx came back; ``attempts`` says how many
+                tries ran.
+        """
+        payload = json.dumps({**body, "model": model}).encode()
+        tries = 0
+        started = time.perf_counter()
+
+        def attempt() -> ProviderResult:
+            nonlocal tries
+            tries += 1
+            try:
+                return self._attempt(model, payload, started, tries)
+            except ProviderError as exc:
+                exc.attempts = tries
+                raise
+
+        return self._retrying(attempt)
+
+    def _attempt(self, model: str, payload: bytes, started: float, tries: int) -> ProviderResult:
+        url = self.base_url + self.path
+        try:
+            resp = self._http.post(url, content=payload)
+        except httpx.TransportError as exc:
+            raise transport_failure(self.endpoint, model, url, exc) from None
+        if resp.status_code >= 400:
+            raise status_failure(self.endpoint, model, url, resp.status_code, resp.headers, resp.content)
+        return parse_result(self.endpoint, self.spec.wire, model, url, resp.status_code, resp.content, started, tries)
+
+
+def parse_result(
+    endpoint: Endpoint, api: Api, model: str, url: str, status: int, raw: bytes, started: float, tries: int
+) -> ProviderResult:
+    """A 2xx body of wire API ``api`` as a :class:`ProviderResult`.
+
+    Raises:
+        ProviderError: the body is not a JSON object (``malformed``, retryable).
+    """
+    raw = endpoint.redact_bytes(raw)
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        message = f"{url} answered {status} with a body that is not a JSON object"
+        name = endpoint.spec.name
+        raise ProviderError(message, kind="malformed", provider=name, model=model, status=status, retryable=True)
+    usage = tokens.usage_of(api, body)
+    return ProviderResult.model_construct(  # the fields are built here, validation would only cost time
+        provider=endpoint.spec.name,
+        model=model,
+        returned_model=tokens.model_of(body),
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cached_tokens=usage.cached_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+        latency_s=time.perf_counter() - started,
+        attempts=tries,
+        body=body,
+        raw=raw,
+        completion=None,
+    )
+
+
+class OpenAIClient(ProviderClient):
+    """OpenAI's chat completions (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``)."""
+
+    default_spec = PROVIDERS["openai"]
 
 
 class AnthropicClient(ProviderClient):
-    """Anthropic's Messages API."""
+    """Anthropic's Messages API (``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``)."""
 
-    provider = "anthropic"
-    key_env = "ANTHROPIC_API_KEY"
-    base_env = "ANTHROPIC_BASE_URL"
-    default_base = "https://api.anthropic.com"
-    path = "/v1/messages"
-    api_version = "2023-06-01"
-
-    def _auth_headers(self, key: str) -> dict[str, str]:
-        return {"x-api-key": key, "anthropic-version": self.api_version}
-
-    def _usage(self, body: dict[str, Any]) -> tuple[int, int, int]:
-        return anthropic_translate.usage_of(body)
-
-    def _to_native(self, chat: dict[str, Any], model: str) -> dict[str, Any]:
-        return anthropic_translate.to_messages_request(chat, model)
-
-    def _to_chat(self, body: dict[str, Any]) -> dict[str, Any]:
-        return anthropic_translate.to_chat_completion(body)
-
-
-#: Provider name → client class. Explicit, not registration by import side effect.
-CLIENTS: dict[str, type[ProviderClient]] = {"openai": OpenAIClient, "anthropic": AnthropicClient}
+    default_spec = PROVIDERS["anthropic"]

@@ -40,7 +40,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from runner.contract import Answer
-from runner.gateway.anthropic_translate import TranslationError
+from runner.gateway.protocols import TranslationError
 from runner.gateway.providers import ProviderClient, ProviderError, client_for
 from runner.grading.coverage import CoverageReport
 from runner.grading.entities import EntityCheck, VerdictCheck

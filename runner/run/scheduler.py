@@ -163,7 +163,9 @@ class _Worker:
             return self.p.backend.run_sample(spec), None
         with gateway_link(self.p.gateway, spec.sample_id) as (folder, token):
             output = self.p.backend.run_sample(
-                spec.model_copy(update={"gateway_socket_dir": folder, "gateway_token": token})
+                spec.model_copy(
+                    update={"gateway_socket_dir": folder, "gateway_token": token, "gateway_model": self.p.gateway.model}
+                )
             )
         # Read after the link closed: revoking the token waits for the sample's requests in flight.
         return output, self.p.gateway.usage(spec.sample_id)

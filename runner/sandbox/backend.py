@@ -95,7 +95,9 @@ class SampleSpec(BaseModel):
     gateway_socket_dir: Path | None = None
     """A directory holding the gateway's Unix socket ``gateway.sock``, mounted read-only at ``/ispm/gateway``."""
     gateway_token: SecretStr | None = None
-    """The per-sample gateway token, given to the agent as ``OPENAI_API_KEY``."""
+    """The per-sample gateway token, given to the agent as ``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY``."""
+    gateway_model: str | None = None
+    """The candidate's model name, given to the agent as ``ISPM_MODEL`` (informational: the gateway decides)."""
     limits: CollectLimits = Field(default_factory=CollectLimits)
     """How much of the output the host reads."""
     log_tail_bytes: int = Field(default=16 * 1024, ge=256)
@@ -135,16 +137,28 @@ class SweepReport(BaseModel):
     failures: list[str] = Field(default_factory=list)
 
 
-def gateway_env(token: str, port: int = FORWARDER_PORT) -> dict[str, str]:
-    """The environment that points an agent at the gateway through the loopback forwarder on ``port``."""
-    url = f"http://127.0.0.1:{port}/v1"
-    return {
-        "OPENAI_BASE_URL": url,
+def gateway_env(token: str, model: str | None = None, port: int = FORWARDER_PORT) -> dict[str, str]:
+    """The environment that points stock SDKs at the gateway through the loopback forwarder on ``port``.
+
+    OpenAI SDKs read ``OPENAI_BASE_URL``/``OPENAI_API_KEY``; Anthropic's and Claude Code read
+    ``ANTHROPIC_BASE_URL`` and ``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN``. Every key is the per-sample
+    token. ``ISPM_MODEL`` is the candidate's model name, for agents that must name one: the gateway sends every
+    request to the candidate whatever it names.
+    """
+    root = f"http://127.0.0.1:{port}"
+    env = {
+        "OPENAI_BASE_URL": f"{root}/v1",
         "OPENAI_API_KEY": token,
-        "ISPM_GATEWAY_URL": url,
+        "ANTHROPIC_BASE_URL": root,
+        "ANTHROPIC_API_KEY": token,
+        "ANTHROPIC_AUTH_TOKEN": token,
+        "ISPM_GATEWAY_URL": f"{root}/v1",
         "ISPM_GATEWAY_TOKEN": token,
         "ISPM_GATEWAY_SOCKET": f"/ispm/gateway/{GATEWAY_SOCKET_NAME}",
     }
+    if model:
+        env["ISPM_MODEL"] = model
+    return env
 
 
 @contextmanager

@@ -450,7 +450,7 @@ class DockerBackend(Backend[_DockerSample]):
         if spec.gateway_socket_dir is not None:
             assert spec.gateway_token is not None
             mounts.append(Mount(GATEWAY_DIR, str(spec.gateway_socket_dir.resolve()), type="bind", read_only=True))
-            env |= gateway_env(spec.gateway_token.get_secret_value())
+            env |= gateway_env(spec.gateway_token.get_secret_value(), spec.gateway_model)
         env |= spec.env
         if handle.held:
             # The agent itself, behind the init and the gate, as the main process; nothing is logged to disk

@@ -148,7 +148,7 @@ class LocalBackend(Backend[_LocalSample]):
             port = self._start_forwarder(handle, spec.gateway_socket_dir / GATEWAY_SOCKET_NAME)
             if port is None:
                 return AgentEnd(failure=("gateway_error", "the gateway forwarder did not start"))
-            env |= gateway_env(spec.gateway_token.get_secret_value(), port)
+            env |= gateway_env(spec.gateway_token.get_secret_value(), spec.gateway_model, port)
             env["ISPM_GATEWAY_SOCKET"] = str(spec.gateway_socket_dir / GATEWAY_SOCKET_NAME)
         env |= spec.env
         try:

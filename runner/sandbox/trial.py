@@ -85,7 +85,11 @@ def try_sample(
         if gateway is None:
             return runner.run_sample(spec)
         with gateway_link(gateway, spec.sample_id) as (folder, token):
-            return runner.run_sample(spec.model_copy(update={"gateway_socket_dir": folder, "gateway_token": token}))
+            return runner.run_sample(
+                spec.model_copy(
+                    update={"gateway_socket_dir": folder, "gateway_token": token, "gateway_model": gateway.model}
+                )
+            )
     finally:
         runner.close()
 

@@ -1,0 +1,550 @@
+"""The agent-facing HTTP API: a Starlette app speaking chat completions, Responses and Messages to agents.
+
+Routes (base URLs ``http://127.0.0.1:8765/v1`` for OpenAI SDKs and ``http://127.0.0.1:8765`` for Anthropic's):
+
+- ``POST /v1/chat/completions``, ``POST /v1/responses``, ``POST /v1/messages``: streamed when the body says
+  ``"stream": true``. Every request goes to the run's candidate whatever model it names; the name is recorded.
+- ``POST /v1/messages/count_tokens``: passed to an Anthropic candidate; not a step, and free.
+- ``GET /v1/models``: the candidate, in OpenAI's list shape, or Anthropic's when ``anthropic-version`` is sent.
+- ``GET /healthz``.
+
+The per-sample token is accepted as ``Authorization: Bearer`` or as Anthropic's ``x-api-key``. A body larger
+than the limit is refused from its ``Content-Length`` before it is read (and counted while read when chunked).
+Errors come in the shape of the route's API, so stock SDKs surface the message, with ``x-should-retry: false``
+(the gateway already retried).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.abc
+import httpx
+from httpx_sse import EventSource, SSEError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from runner import log
+from runner.gateway.bridges import Bridge, StreamTranslator, bridge_for, native_api
+from runner.gateway.ledger import CapRefusal, Ledger
+from runner.gateway.model import Api, CallOutcome, ModelCall, ProviderErrorRecord, ProviderSpec, SampleUsage
+from runner.gateway.protocols import TranslationError, tokens
+from runner.gateway.providers import BODY_SNIPPET, ProviderError
+from runner.gateway.upstream import Upstream
+
+_log = log.get(__name__)
+
+BOUND_KEY = "ispm.bound_sample"
+"""The ASGI scope key naming the sample a listener is bound to (set by the listener's wrapper)."""
+_PASS_THROUGH_STATUSES = {400, 413, 422}  # the provider blames the request content: the agent should know
+_FORWARDED_HEADERS = ("anthropic-beta", "anthropic-version")  # passed on to an Anthropic provider
+_ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    411: "invalid_request_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+}
+_ROUTES = "POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, GET /v1/models"
+
+
+@dataclass
+class Upstreams:
+    """What the app needs of the gateway: the ledger, the provider hop, and who the candidate is."""
+
+    ledger: Ledger
+    """Tokens and per-sample usage."""
+    upstream: Upstream
+    """The candidate's provider hop."""
+    spec: ProviderSpec
+    """The candidate's provider."""
+    candidate: str
+    """The candidate, ``provider/model``."""
+    max_body_bytes: int
+    """Requests with a larger body are refused (413)."""
+
+
+def error_reply(api: Api | str, status: int, kind: str, message: str, **extra: Any) -> JSONResponse:
+    """An error in the shape of ``api``'s SDKs, telling them not to retry on their own."""
+    if api in ("messages", "count_tokens"):
+        body: dict[str, Any] = {
+            "type": "error",
+            "error": {"type": _ANTHROPIC_ERROR_TYPES.get(status, "api_error"), "message": message, **extra},
+        }
+    else:
+        body = {"error": {"message": message, "type": kind, "code": kind, "param": None, **extra}}
+    return JSONResponse(body, status_code=status, headers={"x-should-retry": "false"})
+
+
+def _token(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    return request.headers.get("x-api-key", "").strip() or None
+
+
+class _BodyRefused(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    length = request.headers.get("content-length")
+    if length is not None and (not length.isdigit() or int(length) > limit):
+        raise _BodyRefused(
+            413 if length.isdigit() else 400,
+            "the request body is too large" if length.isdigit() else "a malformed Content-Length",
+        )
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise _BodyRefused(413, "the request body is too large")
+    return bytes(body)
+
+
+def _shape_problem(api: Api, body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return "the request body must be a JSON object"
+    if api in ("chat", "messages") and not isinstance(body.get("messages"), list):
+        return "the request needs a 'messages' list"
+    if api == "responses" and not isinstance(body.get("input"), str | list):
+        return "the request needs an 'input' string or list"
+    return None
+
+
+def _forwarded_headers(request: Request, provider_api: str) -> dict[str, str]:
+    if provider_api not in ("messages", "count_tokens"):
+        return {}
+    return {name: request.headers[name] for name in _FORWARDED_HEADERS if name in request.headers}
+
+
+def _provider_failure_reply(api: Api | str, exc: ProviderError) -> JSONResponse:
+    status = 504 if exc.kind == "timeout" else 502
+    if exc.status is not None and exc.status in _PASS_THROUGH_STATUSES:
+        status = exc.status
+    return error_reply(
+        api,
+        status,
+        "provider_error",
+        f"the candidate model failed: {exc}",
+        provider_status=exc.status,
+        attempts=exc.attempts,
+    )
+
+
+def _call(api: Api | str, body: dict[str, Any], provider_api: Any, started: float, **fields: Any) -> ModelCall:
+    requested = body.get("model")
+    return ModelCall(
+        api=api,  # type: ignore[arg-type]  # one of the Literal's values, checked by the caller's route
+        provider_api=provider_api,
+        requested_model=requested if isinstance(requested, str) else None,
+        stream=bool(body.get("stream")),
+        latency_s=round(time.perf_counter() - started, 6),
+        **fields,
+    )
+
+
+def build_app(core: Upstreams) -> Starlette:
+    """The agent-facing app over ``core``."""
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    async def models(request: Request) -> Response:
+        api = "messages" if "anthropic-version" in request.headers else "chat"
+        if core.ledger.authenticate(_token(request), request.scope.get(BOUND_KEY), "/v1/models") is None:
+            return error_reply(api, 401, "authentication_error", "missing, unknown, revoked or foreign gateway token")
+        model = core.upstream.model
+        if api == "messages":
+            listing = {"type": "model", "id": model, "display_name": model, "created_at": "1970-01-01T00:00:00Z"}
+            return JSONResponse({"data": [listing], "has_more": False, "first_id": model, "last_id": model})
+        entry: dict[str, Any] = {"id": model, "object": "model", "created": 0, "owned_by": core.spec.name}
+        return JSONResponse({"object": "list", "data": [entry]})
+
+    def model_route(api: Api) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            try:
+                return await _model_request(core, request, api)
+            except Exception:  # a bug must cost one request, not the listener
+                _log.exception("gateway_internal_error", path=request.url.path)
+                return error_reply(api, 500, "internal_error", "the gateway failed on this request")
+
+        return endpoint
+
+    async def count_tokens(request: Request) -> Response:
+        try:
+            return await _count_tokens(core, request)
+        except Exception:
+            _log.exception("gateway_internal_error", path=request.url.path)
+            return error_reply("messages", 500, "internal_error", "the gateway failed on this request")
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return error_reply(
+            "chat", 404, "not_found", f"no route {request.method} {request.url.path[:200]}; use {_ROUTES}"
+        )
+
+    async def not_allowed(request: Request, exc: Exception) -> Response:
+        return error_reply("chat", 405, "invalid_request_error", f"{request.method} is not allowed here; use {_ROUTES}")
+
+    return Starlette(
+        routes=[
+            Route("/healthz", health, methods=["GET"]),
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/v1/chat/completions", model_route("chat"), methods=["POST"]),
+            Route("/v1/responses", model_route("responses"), methods=["POST"]),
+            Route("/v1/messages", model_route("messages"), methods=["POST"]),
+            Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
+        ],
+        exception_handlers={404: not_found, 405: not_allowed},
+    )
+
+
+async def _authenticated_body(
+    core: Upstreams, request: Request, api: Api | str
+) -> tuple[str, dict[str, Any]] | Response:
+    """The sample and the JSON body, or the refusal to send."""
+    sample_id = core.ledger.authenticate(_token(request), request.scope.get(BOUND_KEY), request.url.path)
+    if sample_id is None:
+        return error_reply(api, 401, "authentication_error", "missing, unknown, revoked or foreign gateway token")
+    try:
+        raw = await _read_body(request, core.max_body_bytes)
+    except _BodyRefused as exc:
+        refusal = error_reply(api, exc.status, "invalid_request_error", str(exc))
+        refusal.headers["connection"] = "close"  # the unread rest of the body cannot start another request
+        return refusal
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return error_reply(api, 400, "invalid_request_error", "the request body is not JSON")
+    problem = _shape_problem("messages" if api == "count_tokens" else api, body)  # type: ignore[arg-type]
+    if problem is not None:
+        return error_reply(api, 400, "invalid_request_error", problem)
+    return sample_id, body
+
+
+async def _model_request(core: Upstreams, request: Request, api: Api) -> Response:
+    started = time.perf_counter()
+    checked = await _authenticated_body(core, request, api)
+    if isinstance(checked, Response):
+        return checked
+    sample_id, body = checked
+    try:
+        usage = core.ledger.reserve(sample_id)
+    except CapRefusal as exc:
+        return error_reply(api, 429, "ispm_cap_exceeded", str(exc))
+    provider_api = native_api(api, core.spec)
+    try:
+        bridge = bridge_for(api, core.spec)
+        native = bridge.request(body, core.upstream.model) if bridge else dict(body)
+    except (TranslationError, LookupError) as exc:
+        message = str(exc)
+        core.ledger.settle(
+            usage, _call(api, body, None, started, outcome="refused", status=400, error=message), counted=True
+        )
+        return error_reply(api, 400, "invalid_request_error", message)
+    headers = _forwarded_headers(request, provider_api)
+    if body.get("stream"):
+        return await _open_relay(core, usage, api, provider_api, bridge, body, native, headers, started)
+    try:
+        result = await core.upstream.complete(provider_api, native, headers)
+    except ProviderError as exc:
+        _settle_failure(core, usage, api, body, provider_api, started, exc)
+        return _provider_failure_reply(api, exc)
+    call = _call(
+        api,
+        body,
+        provider_api,
+        started,
+        outcome="ok",
+        status=200,
+        input_tokens=result.input_tokens,
+        output_tokens=result.output_tokens,
+        cached_tokens=result.cached_tokens,
+        reasoning_tokens=result.reasoning_tokens,
+        returned_model=result.returned_model,
+        attempts=result.attempts,
+    )
+    core.ledger.settle(usage, call, counted=True)
+    if bridge is None:
+        return Response(result.raw, media_type="application/json")  # the provider's bytes, untouched
+    try:
+        return JSONResponse(bridge.reply(result.body, body))
+    except TranslationError as exc:  # the provider's reply, not the agent's request, is at fault
+        return error_reply(api, 502, "provider_error", f"the candidate's reply cannot be given in this API: {exc}")
+
+
+def _settle_failure(
+    core: Upstreams,
+    usage: SampleUsage,
+    api: Api | str,
+    body: dict[str, Any],
+    provider_api: str,
+    started: float,
+    exc: ProviderError,
+) -> None:
+    failure = exc.record()
+    _log.warning("provider_failed", sample=usage.sample_id, **failure.model_dump(exclude={"at", "message"}))
+    status = _provider_failure_reply(api, exc).status_code
+    call = _call(
+        api,
+        body,
+        provider_api,
+        started,
+        outcome="provider_error",
+        status=status,
+        attempts=exc.attempts,
+        error=failure.message,
+    )
+    core.ledger.settle(usage, call, counted=api != "count_tokens", failure=failure)
+
+
+async def _count_tokens(core: Upstreams, request: Request) -> Response:
+    started = time.perf_counter()
+    checked = await _authenticated_body(core, request, "count_tokens")
+    if isinstance(checked, Response):
+        return checked
+    sample_id, body = checked
+    if core.spec.wire != "messages":
+        message = f"count_tokens needs an Anthropic candidate; the candidate is {core.candidate}"
+        return error_reply("count_tokens", 404, "not_found", message)
+    usage = core.ledger.reserve(sample_id, counts=False)
+    try:
+        status, raw = await core.upstream.count_tokens(body, _forwarded_headers(request, "count_tokens"))
+    except ProviderError as exc:
+        _settle_failure(core, usage, "count_tokens", body, "count_tokens", started, exc)
+        return _provider_failure_reply("count_tokens", exc)
+    outcome: CallOutcome = "ok" if status < 400 else "provider_error"
+    error = None if status < 400 else raw.decode("utf-8", "replace")[:BODY_SNIPPET]
+    call = _call("count_tokens", body, "count_tokens", started, outcome=outcome, status=status, attempts=1, error=error)
+    core.ledger.settle(usage, call, counted=False)
+    return Response(raw, status_code=status, media_type="application/json")
+
+
+# -- streams -----------------------------------------------------------------------------------------------
+
+
+def encode_event(api: Api, event: str, data: str) -> bytes:
+    """One server-sent event as ``api`` frames it: chat completions sends only ``data:`` lines."""
+    lines = "".join(f"data: {line}\n" for line in data.split("\n"))
+    if api == "chat" or not event:
+        return (lines + "\n").encode()
+    return (f"event: {event}\n" + lines + "\n").encode()
+
+
+def _is_output(api: str, event: str, data: dict[str, Any]) -> bool:
+    """Whether a provider event carries output (for time to first token), not just framing."""
+    if api == "messages":
+        return event == "content_block_delta"
+    if api == "responses":
+        return event.endswith(".delta")
+    for choice in data.get("choices") or []:
+        delta = choice.get("delta") or {}
+        if delta.get("content") or delta.get("tool_calls") or delta.get("reasoning_content") or delta.get("reasoning"):
+            return True
+    return False
+
+
+def _stream_error(api: Api, message: str, sequence: int) -> bytes:
+    if api == "messages":
+        payload: dict[str, Any] = {"type": "error", "error": {"type": "api_error", "message": message}}
+        return encode_event(api, "error", json.dumps(payload))
+    if api == "responses":
+        payload = {
+            "type": "error",
+            "code": "provider_error",
+            "message": message,
+            "param": None,
+            "sequence_number": sequence,
+        }
+        return encode_event(api, "error", json.dumps(payload))
+    return encode_event(
+        api, "", json.dumps({"error": {"message": message, "type": "provider_error", "code": None, "param": None}})
+    )
+
+
+async def _open_relay(
+    core: Upstreams,
+    usage: SampleUsage,
+    api: Api,
+    provider_api: Api,
+    bridge: Bridge | None,
+    body: dict[str, Any],
+    native: dict[str, Any],
+    headers: dict[str, str],
+    started: float,
+) -> Response:
+    native["stream"] = True
+    if provider_api == "chat":  # usage comes only when asked for; the agent's own choice is honoured below
+        native["stream_options"] = {**(native.get("stream_options") or {}), "include_usage": True}
+    try:
+        resp, attempts = await core.upstream.open_stream(provider_api, native, headers)
+    except ProviderError as exc:
+        _settle_failure(core, usage, api, body, provider_api, started, exc)
+        return _provider_failure_reply(api, exc)
+    translator = bridge.stream(body, core.upstream.model) if bridge else None
+    return _Relay(core, usage, api, provider_api, translator, body, resp, attempts, started)
+
+
+class _Relay(Response):
+    """A streamed reply: provider events in, agent events out, accounted for however the stream ends.
+
+    The agent's hang-up is watched for while waiting on the provider, so a cut stream is booked at once.
+    """
+
+    def __init__(
+        self,
+        core: Upstreams,
+        usage: SampleUsage,
+        api: Api,
+        provider_api: Api,
+        translator: StreamTranslator | None,
+        body: dict[str, Any],
+        resp: httpx.Response,
+        attempts: int,
+        started: float,
+    ) -> None:
+        super().__init__(media_type="text/event-stream")
+        self.core, self.usage, self.api, self.provider_api = core, usage, api, provider_api
+        self.translator, self.request_body, self.resp, self.attempts, self.started = (
+            translator,
+            body,
+            resp,
+            attempts,
+            started,
+        )
+        self.watch = tokens.StreamWatch(provider_api)
+        self.ttft: float | None = None
+        self.agent_gone = False
+        self._group: anyio.abc.TaskGroup
+        self.problem: str | None = None  # why the provider's stream is unusable, if it is
+        self.sequence = 0
+        opts = body.get("stream_options")  # the agent's request
+        self.agent_wants_usage = isinstance(opts, dict) and bool(opts.get("include_usage"))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            async with anyio.create_task_group() as group:
+                self._group = group
+
+                async def watch_hangup() -> None:
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    self.agent_gone = True
+                    group.cancel_scope.cancel()
+
+                group.start_soon(watch_hangup)
+                await self._pump(send)
+                group.cancel_scope.cancel()
+            if not self.agent_gone:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:  # the agent's connection broke while we wrote
+            self.agent_gone = True
+        finally:
+            self._settle()
+            with anyio.CancelScope(shield=True):
+                await self.resp.aclose()
+
+    async def _pump(self, send: Send) -> None:
+        async def emit(chunk: bytes) -> None:
+            if self.agent_gone:
+                return
+            try:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except OSError:  # the agent's connection broke: stop reading the provider too
+                self.agent_gone = True
+                self._group.cancel_scope.cancel()
+
+        endpoint = self.core.upstream.endpoint
+        try:
+            async for sse in EventSource(self.resp).aiter_sse():
+                text = endpoint.redact(sse.data)
+                if self.provider_api == "chat" and text.strip() == "[DONE]":
+                    break
+                try:
+                    data = json.loads(text)
+                except ValueError:
+                    self.problem = f"the provider sent an event that is not JSON: {text[:200]!r}"
+                    break
+                if not isinstance(data, dict):
+                    continue
+                event = "" if sse.event == "message" else sse.event
+                self.watch.feed(event, data)
+                self.sequence = max(self.sequence, int(data.get("sequence_number") or 0) + 1)
+                if self.ttft is None and _is_output(self.provider_api, event, data):
+                    self.ttft = round(time.perf_counter() - self.started, 6)
+                try:
+                    outgoing = self._outgoing(event, data, text)
+                except TranslationError as exc:
+                    self.problem = f"the candidate's stream cannot be given in this API: {exc}"
+                    break
+                for chunk in outgoing:
+                    await emit(chunk)
+        except (httpx.TransportError, SSEError) as exc:
+            self.problem = f"the provider's stream broke: {type(exc).__name__}"
+        if self.problem is None and self.watch.error is not None:
+            self.problem = f"the provider reported an error in its stream: {self.watch.error}"
+        if self.problem is None and not self.watch.finished:
+            self.problem = "the provider's stream ended before its final event"
+        if self.translator is not None and self.problem is None:
+            for event, data in self.translator.close():
+                await emit(encode_event(self.api, event, json.dumps(data)))
+        if self.problem is not None:
+            await emit(_stream_error(self.api, self.problem, self.sequence))
+        elif self.api == "chat":
+            await emit(b"data: [DONE]\n\n")
+
+    def _outgoing(self, event: str, data: dict[str, Any], text: str) -> list[bytes]:
+        if self.translator is None:
+            if self.api == "chat" and not self.agent_wants_usage and not data.get("choices") and data.get("usage"):
+                return []  # the usage chunk the gateway asked for, not the agent
+            return [encode_event(self.api, event, text)]
+        return [encode_event(self.api, name, json.dumps(out)) for name, out in self.translator.feed(event, data)]
+
+    def _settle(self) -> None:
+        used = self.watch.usage
+        outcome: CallOutcome = "ok"
+        error = None
+        failure: ProviderErrorRecord | None = None
+        if self.agent_gone and not self.watch.finished:
+            outcome, error = "agent_disconnected", "the agent closed the stream before its end"
+        elif self.problem is not None:
+            outcome, error = "stream_cut", self.problem
+            failure = ProviderError(
+                self.problem,
+                kind="stream",
+                provider=self.core.spec.name,
+                model=self.core.upstream.model,
+                status=200,
+                attempts=self.attempts,
+            ).record()
+        call = _call(
+            self.api,
+            self.request_body,
+            self.provider_api,
+            self.started,
+            outcome=outcome,
+            status=200,
+            input_tokens=used.input_tokens,
+            output_tokens=used.output_tokens,
+            cached_tokens=used.cached_tokens,
+            reasoning_tokens=used.reasoning_tokens,
+            returned_model=self.watch.returned_model,
+            attempts=self.attempts,
+            ttft_s=self.ttft,
+            error=error,
+        )
+        self.core.ledger.settle(self.usage, call, counted=True, failure=failure)

@@ -1,0 +1,151 @@
+"""The gateway's ledger: per-sample tokens, and what each sample's requests cost.
+
+Thread-safe: the run's threads issue and revoke tokens while the gateway's event loop authenticates, reserves
+and settles requests. Every operation holds one lock for a few dictionary operations only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+
+from runner import log
+from runner.errors import GatewayError
+from runner.gateway.model import Caps, ModelCall, ProviderErrorRecord, SampleUsage
+
+_log = log.get(__name__)
+
+
+def _digest(token: str) -> bytes:
+    # Tokens are looked up by digest: the table never holds a usable token, and lookup timing reveals nothing.
+    return hashlib.sha256(token.encode()).digest()
+
+
+class CapRefusal(GatewayError):
+    """A per-sample cap refused the request before it reached the provider."""
+
+
+class Ledger:
+    """Per-sample bearer tokens and :class:`SampleUsage`."""
+
+    def __init__(self, caps: Caps | None = None) -> None:
+        self.caps = caps or Caps()
+        self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)  # notified whenever a forwarded request ends
+        self._tokens: dict[bytes, str] = {}
+        self._revoked: dict[bytes, str] = {}
+        self._live: dict[str, bytes] = {}
+        self._usage: dict[str, SampleUsage] = {}
+
+    def issue(self, sample_id: str) -> str:
+        """A fresh bearer token for ``sample_id``, starting a fresh :class:`SampleUsage`.
+
+        Raises:
+            GatewayError: the sample already holds a live token (revoke it first).
+        """
+        token = secrets.token_urlsafe(32)
+        with self._lock:
+            if sample_id in self._live:
+                raise GatewayError(f"sample {sample_id!r} already holds a live gateway token")
+            self._live[sample_id] = _digest(token)
+            self._tokens[_digest(token)] = sample_id
+            self._usage[sample_id] = SampleUsage(sample_id=sample_id)
+        _log.info("token_issued", sample=sample_id)
+        return token
+
+    def revoke(self, sample_id: str, *, settle: float) -> bool:
+        """Refuse the sample's token from now on and wait up to ``settle`` s for its requests in flight.
+
+        Returns whether a live token was revoked (False when it already was). Raises ``KeyError`` for an
+        unknown sample.
+        """
+        with self._lock:
+            usage = self._usage[sample_id]
+            digest = self._live.pop(sample_id, None)
+            if digest is not None:
+                del self._tokens[digest]
+                self._revoked[digest] = sample_id
+        with self._settled:
+            self._settled.wait_for(lambda: usage.in_flight == 0, timeout=settle)
+        if digest is not None:
+            _log.info("token_revoked", sample=sample_id, in_flight=usage.in_flight)
+        return digest is not None
+
+    def usage(self, sample_id: str) -> SampleUsage:
+        """A copy of the sample's usage so far. Raises ``KeyError`` for an unknown sample."""
+        with self._lock:
+            return self._usage[sample_id].model_copy(deep=True)
+
+    def authenticate(self, token: str | None, bound: str | None, route: str) -> str | None:
+        """The sample that ``token`` belongs to, or None (missing, unknown, revoked, or foreign to ``bound``)."""
+        if not token:
+            _log.warning("token_refused", reason="missing", route=route, listener_sample=bound)
+            return None
+        digest = _digest(token)
+        with self._lock:
+            sample_id = self._tokens.get(digest)
+            revoked_for = self._revoked.get(digest)
+        if sample_id is not None and (bound is None or bound == sample_id):
+            return sample_id
+        # Log a fingerprint, never the token: a confused agent might send anything here, even a real key.
+        reason = "foreign" if sample_id is not None else "revoked" if revoked_for is not None else "unknown"
+        _log.warning(
+            "token_refused",
+            reason=reason,
+            route=route,
+            token_sample=sample_id or revoked_for,
+            listener_sample=bound,
+            fingerprint=digest.hex()[:12],
+        )
+        return None
+
+    def reserve(self, sample_id: str, *, counts: bool = True) -> SampleUsage:
+        """Count a request as forwarded (``counts``: as a step) and in flight; the usage object to settle later.
+
+        Raises:
+            CapRefusal: a cap is reached; the refusal is counted in ``refused``.
+        """
+        # Check and count under one lock so concurrent requests cannot slip past a cap together.
+        caps = self.caps
+        with self._lock:
+            usage = self._usage[sample_id]
+            over = None
+            if caps.max_requests is not None and usage.requests >= caps.max_requests:
+                over = f"request cap reached: {usage.requests} of {caps.max_requests} requests used"
+            elif caps.max_tokens is not None and usage.input_tokens + usage.output_tokens >= caps.max_tokens:
+                over = f"token cap reached: {usage.input_tokens + usage.output_tokens} of {caps.max_tokens} used"
+            if over is None:
+                usage.requests += 1 if counts else 0
+                usage.in_flight += 1
+                return usage
+            usage.refused += 1
+        _log.warning("cap_refused", sample=sample_id, reason=over)
+        raise CapRefusal(over)
+
+    def settle(
+        self,
+        usage: SampleUsage,
+        call: ModelCall,
+        *,
+        counted: bool,
+        failure: ProviderErrorRecord | None = None,
+    ) -> None:
+        """Book a finished request on the usage it was reserved on (not a lookup: the sample may have been
+        re-issued meanwhile). ``counted`` says whether it was reserved as a step; a request refused before it
+        reached the provider is taken back out of ``requests``."""
+        with self._settled:
+            usage.in_flight -= 1
+            if call.provider_api is None and counted:
+                usage.requests -= 1
+            usage.latency_s += call.latency_s if call.provider_api is not None else 0.0
+            usage.input_tokens += call.input_tokens
+            usage.output_tokens += call.output_tokens
+            usage.cached_tokens += call.cached_tokens
+            usage.reasoning_tokens += call.reasoning_tokens
+            if call.returned_model and call.returned_model not in usage.model_ids:
+                usage.model_ids.append(call.returned_model)
+            if failure is not None:
+                usage.errors.append(failure)
+            usage.calls.append(call)
+            self._settled.notify_all()

@@ -1,0 +1,168 @@
+"""The gateway's hop to the candidate's provider: asynchronous httpx, with the judges' retry policy.
+
+A non-streamed call is retried as the judges' calls are (429, 5xx, timeouts, broken connections, a body that
+is not JSON). A streamed call is retried only until the provider's response head arrives: after that, bytes
+may already be on their way to the agent, and a retry would show it a second, different answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import tenacity
+
+from runner.gateway.model import Api, ClientSettings, ProviderResult
+from runner.gateway.providers import (
+    PATHS,
+    Endpoint,
+    ProviderError,
+    RetryPolicy,
+    httpx_limits,
+    httpx_timeout,
+    parse_result,
+    ssl_context,
+    status_failure,
+    transport_failure,
+)
+
+ProviderPath = Api | str  # an API, or "count_tokens"
+_ERROR_BODY_BYTES = 64 * 1024  # what is read of a failed stream's body: enough for any provider's error JSON
+
+
+class Upstream:
+    """One provider endpoint and model, called from the gateway's event loop."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        model: str,
+        settings: ClientSettings,
+        *,
+        sleep: Callable[[float], None] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        """``sleep`` replaces the waits between retries (tests record them and do not wait)."""
+        self.endpoint = endpoint
+        self.model = model
+        self.settings = settings
+        self._policy = RetryPolicy(settings, endpoint.spec.name)
+        self._sleep = sleep
+        self._http = httpx.AsyncClient(
+            timeout=httpx_timeout(settings),
+            limits=httpx_limits(settings),
+            headers={"content-type": "application/json"},
+            transport=transport,
+            verify=ssl_context(),
+        )
+
+    async def aclose(self) -> None:
+        """Close pooled connections."""
+        await self._http.aclose()
+
+    async def _wait(self, seconds: float) -> None:
+        if self._sleep is not None:
+            self._sleep(seconds)
+        else:
+            await asyncio.sleep(seconds)
+
+    def _retrying(self) -> tenacity.AsyncRetrying:
+        return tenacity.AsyncRetrying(sleep=self._wait, **self._policy.arguments())
+
+    def _request(self, path: ProviderPath, body: dict[str, Any], headers: dict[str, str]) -> httpx.Request:
+        payload = json.dumps({**body, "model": self.model}).encode()
+        url = self.endpoint.base_url + PATHS[path]
+        return self._http.build_request(
+            "POST", url, content=payload, headers={**headers, **self.endpoint.auth_headers()}
+        )
+
+    async def complete(self, api: Api, body: dict[str, Any], headers: dict[str, str]) -> ProviderResult:
+        """POST a non-streamed ``body`` of ``api`` (model replaced) with retries.
+
+        Raises:
+            ProviderError: the last try failed, or a non-retryable 4xx came back.
+        """
+        started = time.perf_counter()
+        tries = 0
+        async for attempt in self._retrying():
+            with attempt:
+                tries += 1
+                request = self._request(api, body, headers)
+                try:
+                    resp = await self._http.send(request)
+                except httpx.TransportError as exc:
+                    failure = transport_failure(self.endpoint, self.model, str(request.url), exc)
+                    raise self._tried(failure, tries) from None
+                if resp.status_code >= 400:
+                    failure = status_failure(
+                        self.endpoint, self.model, str(request.url), resp.status_code, resp.headers, resp.content
+                    )
+                    raise self._tried(failure, tries)
+                try:
+                    return parse_result(
+                        self.endpoint, api, self.model, str(request.url), resp.status_code, resp.content, started, tries
+                    )
+                except ProviderError as exc:
+                    raise self._tried(exc, tries) from None
+        raise AssertionError("unreachable: tenacity reraises the last failure")  # pragma: no cover
+
+    async def count_tokens(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, bytes]:
+        """Anthropic's free token count, one try: ``(status, body bytes)``, the key redacted.
+
+        Raises:
+            ProviderError: the provider could not be reached.
+        """
+        request = self._request("count_tokens", body, headers)
+        try:
+            resp = await self._http.send(request)
+        except httpx.TransportError as exc:
+            raise transport_failure(self.endpoint, self.model, str(request.url), exc) from None
+        return resp.status_code, self.endpoint.redact_bytes(resp.content)
+
+    async def open_stream(self, api: Api, body: dict[str, Any], headers: dict[str, str]) -> tuple[httpx.Response, int]:
+        """POST a streamed ``body``; the open 2xx response (the caller closes it) and the tries it took.
+
+        Raises:
+            ProviderError: every try failed before a 2xx head arrived, or a non-retryable 4xx came back.
+        """
+        tries = 0
+        async for attempt in self._retrying():
+            with attempt:
+                tries += 1
+                request = self._request(api, body, headers)
+                try:
+                    resp = await self._http.send(request, stream=True)
+                except httpx.TransportError as exc:
+                    failure = transport_failure(self.endpoint, self.model, str(request.url), exc)
+                    raise self._tried(failure, tries) from None
+                if resp.status_code < 400:
+                    return resp, tries
+                try:
+                    raw = await _bounded_read(resp)
+                except httpx.TransportError:
+                    raw = b""
+                finally:
+                    await resp.aclose()
+                failure = status_failure(
+                    self.endpoint, self.model, str(request.url), resp.status_code, resp.headers, raw
+                )
+                raise self._tried(failure, tries)
+        raise AssertionError("unreachable: tenacity reraises the last failure")  # pragma: no cover
+
+    @staticmethod
+    def _tried(exc: ProviderError, tries: int) -> ProviderError:
+        exc.attempts = tries
+        return exc
+
+
+async def _bounded_read(resp: httpx.Response) -> bytes:
+    raw = bytearray()
+    async for chunk in resp.aiter_raw():
+        raw += chunk
+        if len(raw) >= _ERROR_BODY_BYTES:
+            break
+    return bytes(raw)

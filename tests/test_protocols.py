@@ -1,0 +1,420 @@
+"""API translation and usage reading: table-driven cases from tests/fixtures/protocols/<call>/<case>.json.
+
+Each fixture holds ``args`` for one call and either its ``expected`` JSON output or the exact ``raises`` message of
+the ``TranslationError``. Every translated output is also validated against the official SDKs' wire types, and the
+translated streams are run through the SDKs' own stream accumulators, whose result must equal the non-streamed
+translation of the same reply.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic.types
+import openai.types.chat
+import openai.types.responses
+import pydantic
+import pytest
+from anthropic.lib.streaming._messages import accumulate_event
+from anthropic.types import message_create_params
+from openai import omit
+from openai.lib.streaming.chat import ChatCompletionStreamState
+from openai.lib.streaming.responses._responses import ResponseStreamState
+from openai.types.chat import completion_create_params
+
+from runner.errors import GatewayError
+from runner.gateway.protocols import (
+    ChatStreamToMessages,
+    ChatStreamToResponses,
+    MessagesStreamToChat,
+    StreamWatch,
+    TokenUsage,
+    TranslationError,
+    chat_to_messages_request,
+    chat_to_messages_response,
+    chat_to_responses_response,
+    messages_to_chat_request,
+    messages_to_chat_response,
+    model_of,
+    responses_to_chat_request,
+    usage_of,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "protocols"
+
+#: Calls whose output carries the translation time as ``created`` (Messages has no timestamp to carry over).
+STAMPED = {"messages_to_chat_response", "messages_stream_to_chat"}
+
+
+def run(call: str, args: dict[str, Any]) -> Any:
+    """The JSON-shaped result of one fixture's call."""
+    if call == "chat_to_messages_request":
+        return chat_to_messages_request(args["chat"], args["model"])
+    if call == "messages_to_chat_request":
+        return messages_to_chat_request(args["req"], args["model"])
+    if call == "messages_to_chat_response":
+        return messages_to_chat_response(args["msg"])
+    if call == "chat_to_messages_response":
+        return chat_to_messages_response(args["chat"], args.get("model"))
+    if call == "responses_to_chat_request":
+        return responses_to_chat_request(args["req"], args["model"])
+    if call == "chat_to_responses_response":
+        return chat_to_responses_response(args["chat"], args["request"])
+    if call == "messages_stream_to_chat":
+        return messages_stream_to_chat(args["events"], args["include_usage"])
+    if call == "chat_stream_to_messages":
+        return _listed(chat_stream_to_messages(args["chunks"], args["model"]))
+    if call == "chat_stream_to_responses":
+        return _listed(chat_stream_to_responses(args["chunks"], args["request"], args["model"]))
+    if call == "stream_watch":
+        watch = StreamWatch(args["api"], usage_expected=args.get("usage_expected", True))
+        for event, data in args["events"]:
+            watch.feed(event, data)
+        return {
+            "usage": watch.usage.model_dump(),
+            "returned_model": watch.returned_model,
+            "finished": watch.finished,
+            "error": watch.error,
+        }
+    if call == "usage_of":
+        return {"usage": usage_of(args["api"], args["body"]).model_dump(), "model": model_of(args["body"])}
+    if call == "roundtrip_request":
+        return chat_to_messages_request(messages_to_chat_request(args["req"], "pivot-model"), args["model"])
+    if call == "roundtrip_response":
+        return chat_to_messages_response(messages_to_chat_response(args["msg"]))
+    raise AssertionError(f"no runner for fixture folder {call!r}")
+
+
+def messages_stream_to_chat(events: list[list[Any]], include_usage: bool) -> list[dict[str, Any]]:
+    translator = MessagesStreamToChat(include_usage)
+    chunks = [chunk for event, data in events for chunk in translator.feed(event, data)]
+    return chunks + translator.close()
+
+
+def chat_stream_to_messages(chunks: list[dict[str, Any]], model: str) -> list[tuple[str, dict[str, Any]]]:
+    translator = ChatStreamToMessages(model)
+    return [event for chunk in chunks for event in translator.feed(chunk)] + translator.close()
+
+
+def chat_stream_to_responses(
+    chunks: list[dict[str, Any]], request: dict[str, Any], model: str
+) -> list[tuple[str, dict[str, Any]]]:
+    translator = ChatStreamToResponses(request, model)
+    return [event for chunk in chunks for event in translator.feed(chunk)] + translator.close()
+
+
+def _listed(events: list[tuple[str, dict[str, Any]]]) -> list[list[Any]]:
+    return [[name, data] for name, data in events]
+
+
+def _fixtures() -> list[Path]:
+    return sorted(FIXTURES.glob("*/*.json"))
+
+
+def _load(path: Path) -> dict[str, Any]:
+    fixture: dict[str, Any] = json.loads(path.read_text())
+    assert fixture.keys() in ({"doc", "args", "expected"}, {"doc", "args", "raises"}), path
+    return fixture
+
+
+def _unstamp(call: str, result: Any, before: int, after: int) -> Any:
+    """``result`` with each ``created`` translation time checked to lie in [before, after] and set to 0."""
+    if call not in STAMPED:
+        return result
+    for obj in result if isinstance(result, list) else [result]:
+        assert before <= obj["created"] <= after
+        obj["created"] = 0
+    return result
+
+
+CASES = [pytest.param(path, id=f"{path.parent.name}/{path.stem}") for path in _fixtures()]
+OUTPUT_CASES = [
+    pytest.param(path, id=f"{path.parent.name}/{path.stem}") for path in _fixtures() if "raises" not in _load(path)
+]
+
+
+@pytest.mark.parametrize("path", CASES)
+def test_fixture(path: Path) -> None:
+    fixture = _load(path)
+    call = path.parent.name
+    if "raises" in fixture:
+        with pytest.raises(TranslationError) as caught:
+            run(call, fixture["args"])
+        assert str(caught.value) == fixture["raises"]
+        return
+    before = int(time.time())
+    result = run(call, fixture["args"])
+    result = _unstamp(call, json.loads(json.dumps(result)), before, int(time.time()))
+    assert result == fixture["expected"]
+
+
+def test_the_fixtures_cover_every_call() -> None:
+    folders = {path.parent.name for path in _fixtures()}
+    assert folders == {
+        "chat_to_messages_request",
+        "messages_to_chat_request",
+        "messages_to_chat_response",
+        "chat_to_messages_response",
+        "responses_to_chat_request",
+        "chat_to_responses_response",
+        "messages_stream_to_chat",
+        "chat_stream_to_messages",
+        "chat_stream_to_responses",
+        "stream_watch",
+        "usage_of",
+        "roundtrip_request",
+        "roundtrip_response",
+    }
+    raising = {path.parent.name for path in _fixtures() if "raises" in _load(path)}
+    assert {"chat_to_messages_request", "messages_to_chat_request", "responses_to_chat_request"} <= raising
+
+
+@pytest.mark.parametrize("path", [p for p in _fixtures() if p.parent.name.startswith("roundtrip_")], ids=str)
+def test_round_trips_are_lossless(path: Path) -> None:
+    """messages → chat → messages gives back the original request or message."""
+    fixture = _load(path)
+    original = fixture["args"]["req" if path.parent.name == "roundtrip_request" else "msg"]
+    assert fixture["expected"] == original
+    assert run(path.parent.name, fixture["args"]) == original
+
+
+# --- the SDKs' wire types ---------------------------------------------------------------------------------
+
+ANTHROPIC_EVENT = pydantic.TypeAdapter(anthropic.types.RawMessageStreamEvent)
+RESPONSES_EVENT = pydantic.TypeAdapter(openai.types.responses.ResponseStreamEvent)
+# Module-level: the lazy validators these return need their adapter alive while they are drained.
+MESSAGES_REQUEST = pydantic.TypeAdapter(message_create_params.MessageCreateParamsBase)
+CHAT_REQUEST = pydantic.TypeAdapter(completion_create_params.CompletionCreateParamsBase)
+
+
+def _drain(value: Any) -> Any:
+    """Force pydantic's lazy ``Iterable`` validators (the SDKs' request TypedDicts use them) to validate."""
+    if isinstance(value, Iterator):  # pydantic's ValidatorIterator, which validates as it is iterated
+        return [_drain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _drain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_drain(v) for v in value]
+    return value
+
+
+def _models(value: Any) -> Iterator[pydantic.BaseModel]:
+    if isinstance(value, pydantic.BaseModel):
+        yield value
+        for field in type(value).model_fields:
+            yield from _models(getattr(value, field))
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _models(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _models(v)
+
+
+def _no_unknown_fields(model: Any) -> None:
+    """The SDK models accept unknown keys; a translation must not emit any (they would be misspellings)."""
+    for sub in _models(model):
+        assert not sub.model_extra, f"{type(sub).__name__} got unknown fields {sorted(sub.model_extra)}"
+
+
+def _validate(call: str, result: Any) -> None:
+    if call in ("chat_to_messages_request", "roundtrip_request"):
+        _drain(MESSAGES_REQUEST.validate_python(result))
+    elif call in ("messages_to_chat_request", "responses_to_chat_request"):
+        _drain(CHAT_REQUEST.validate_python(result))
+    elif call in ("chat_to_messages_response", "roundtrip_response"):
+        _no_unknown_fields(anthropic.types.Message.model_validate(result))
+    elif call == "messages_to_chat_response":
+        _no_unknown_fields(openai.types.chat.ChatCompletion.model_validate(result))
+    elif call == "chat_to_responses_response":
+        _no_unknown_fields(openai.types.responses.Response.model_validate(result))
+    elif call == "messages_stream_to_chat":
+        for chunk in result:
+            _no_unknown_fields(openai.types.chat.ChatCompletionChunk.model_validate(chunk))
+    elif call == "chat_stream_to_messages":
+        for name, data in result:
+            anthropic_event = ANTHROPIC_EVENT.validate_python(data)
+            assert anthropic_event.type == name
+            _no_unknown_fields(anthropic_event)
+    elif call == "chat_stream_to_responses":
+        for number, (name, data) in enumerate(result):
+            responses_event = RESPONSES_EVENT.validate_python(data)
+            assert (responses_event.type, responses_event.sequence_number) == (name, number)
+            _no_unknown_fields(responses_event)
+    else:
+        assert call in ("stream_watch", "usage_of"), call
+
+
+@pytest.mark.parametrize("path", OUTPUT_CASES)
+def test_outputs_validate_against_the_sdk_types(path: Path) -> None:
+    call = path.parent.name
+    args = _load(path)["args"]
+    _validate(call, json.loads(json.dumps(run(call, args))))
+
+
+# --- the SDKs' stream accumulators ------------------------------------------------------------------------
+
+
+def _stream_cases(call: str) -> list[Any]:
+    return [pytest.param(_load(p)["args"], id=p.stem) for p in _fixtures() if p.parent.name == call]
+
+
+def _anthropic_message(events: list[tuple[str, dict[str, Any]]] | list[list[Any]]) -> dict[str, Any]:
+    snapshot = None
+    json_bufs: dict[int, bytes] = {}
+    for _, data in events:
+        if data["type"] != "ping":
+            event = ANTHROPIC_EVENT.validate_python(data)
+            snapshot = accumulate_event(event=event, current_snapshot=snapshot, json_bufs=json_bufs)
+    assert snapshot is not None
+    return anthropic.types.Message.model_validate(snapshot.model_dump()).model_dump(mode="json", exclude_none=True)
+
+
+def _chat_completion(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    state: ChatCompletionStreamState[None] = ChatCompletionStreamState()
+    for chunk in chunks:
+        state.handle_chunk(openai.types.chat.ChatCompletionChunk.model_validate(chunk))
+    # The snapshot, not get_final_completion(), which refuses a `length` finish.
+    return state.current_completion_snapshot.model_dump(mode="json")
+
+
+def _chat_essentials(completion: dict[str, Any]) -> dict[str, Any]:
+    """What a chat completion says, tool arguments compared as JSON values (whitespace may differ)."""
+    choice = completion["choices"][0]
+    calls = [
+        (c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
+        for c in choice["message"].get("tool_calls") or []
+    ]
+    usage = openai.types.CompletionUsage.model_validate(completion["usage"]).model_dump(exclude_none=True)
+    return {
+        "id": completion["id"],
+        "model": completion["model"],
+        "content": choice["message"]["content"],
+        "tool_calls": calls,
+        "finish_reason": choice["finish_reason"],
+        "usage": usage,
+    }
+
+
+@pytest.mark.parametrize("args", _stream_cases("messages_stream_to_chat"))
+def test_messages_stream_to_chat_accumulates_to_the_non_streamed_translation(args: dict[str, Any]) -> None:
+    chunks = messages_stream_to_chat(args["events"], include_usage=True)
+    streamed = _chat_essentials(_chat_completion(chunks))
+    whole = _chat_essentials(messages_to_chat_response(_anthropic_message(args["events"])))
+    assert streamed == whole
+
+
+@pytest.mark.parametrize("args", _stream_cases("chat_stream_to_messages"))
+def test_chat_stream_to_messages_accumulates_to_the_non_streamed_translation(args: dict[str, Any]) -> None:
+    streamed = _anthropic_message(chat_stream_to_messages(args["chunks"], args["model"]))
+    whole = chat_to_messages_response(_chat_completion(args["chunks"]), args["model"])
+    assert streamed == anthropic.types.Message.model_validate(whole).model_dump(mode="json", exclude_none=True)
+
+
+@pytest.mark.parametrize("args", _stream_cases("chat_stream_to_responses"))
+def test_chat_stream_to_responses_accumulates_to_the_non_streamed_translation(args: dict[str, Any]) -> None:
+    events = chat_stream_to_responses(args["chunks"], args["request"], args["model"])
+    state: ResponseStreamState[None] = ResponseStreamState(
+        input_tools=args["request"].get("tools", []), text_format=omit
+    )
+    accumulated: dict[str, str] = {}  # item id → text or arguments, as the SDK accumulated them from the deltas
+    final = None
+    for _, data in events:
+        for out in state.handle_event(RESPONSES_EVENT.validate_python(data)):
+            if out.type in ("response.output_text.delta", "response.function_call_arguments.delta"):
+                accumulated[out.item_id] = out.snapshot
+            if out.type in ("response.completed", "response.incomplete"):
+                final = out.response
+    assert final is not None
+    whole_chat = _chat_completion(args["chunks"])
+    whole = chat_to_responses_response({**whole_chat, "model": args["model"]}, args["request"])
+    assert events[-1][1]["response"] == whole
+    assert _unparsed(final.model_dump(mode="json", include={"id", "status", "output", "usage"})) == (
+        openai.types.responses.Response.model_validate(whole).model_dump(
+            mode="json", include={"id", "status", "output", "usage"}
+        )
+    )
+    from_deltas = {
+        item["id"]: item["content"][0]["text"] if item["type"] == "message" else item["arguments"]
+        for item in whole["output"]
+        if (item["type"] == "function_call" and item["arguments"]) or item["type"] == "message"
+    }
+    assert accumulated == {k: v for k, v in from_deltas.items() if v}
+
+
+def _unparsed(value: Any) -> Any:
+    """``value`` without the fields the SDK's parsing helpers add (``parsed``, ``parsed_arguments``)."""
+    if isinstance(value, dict):
+        return {k: _unparsed(v) for k, v in value.items() if k not in ("parsed", "parsed_arguments")}
+    if isinstance(value, list):
+        return [_unparsed(v) for v in value]
+    return value
+
+
+# --- usage, across translations ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", _stream_cases("chat_stream_to_messages"))
+def test_stream_watch_reads_the_same_usage_on_both_sides_of_a_translation(args: dict[str, Any]) -> None:
+    chat_side = StreamWatch("chat")
+    for chunk in args["chunks"]:
+        chat_side.feed("", chunk)
+    messages_side = StreamWatch("messages")
+    for name, data in chat_stream_to_messages(args["chunks"], args["model"]):
+        messages_side.feed(name, data)
+    responses_side = StreamWatch("responses")
+    for name, data in chat_stream_to_responses(args["chunks"], {"model": "m", "input": "x"}, args["model"]):
+        responses_side.feed(name, data)
+    assert chat_side.finished and messages_side.finished and responses_side.finished
+    assert chat_side.usage == messages_side.usage == responses_side.usage
+    assert chat_side.usage != TokenUsage()
+
+
+def test_translation_error_is_a_gateway_error() -> None:
+    assert issubclass(TranslationError, GatewayError)
+
+
+def test_close_is_idempotent() -> None:
+    chunks = [{"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": []}]
+    to_messages = ChatStreamToMessages("m")
+    to_messages.feed(chunks[0])
+    assert [name for name, _ in to_messages.close()] == ["message_delta", "message_stop"]
+    assert to_messages.close() == []
+    to_responses = ChatStreamToResponses({"model": "m", "input": "x"}, "m")
+    to_responses.feed(chunks[0])
+    assert [name for name, _ in to_responses.close()][-1] == "response.completed"
+    assert to_responses.close() == []
+    to_chat = MessagesStreamToChat(include_usage=True)
+    assert len(to_chat.close()) == 1
+    assert to_chat.close() == []
+
+
+# --- the two-step bridges (Responses agent ⇄ Anthropic provider go through chat) --------------------------
+
+
+def _output_args(call: str) -> list[Any]:
+    return [
+        pytest.param(f["args"], id=p.stem)
+        for p in _fixtures()
+        if p.parent.name == call and "raises" not in (f := _load(p))
+    ]
+
+
+@pytest.mark.parametrize("args", _output_args("responses_to_chat_request"))
+def test_responses_requests_translate_on_to_valid_messages_requests(args: dict[str, Any]) -> None:
+    chat = responses_to_chat_request(args["req"], "claude-sonnet-4-5")
+    messages = chat_to_messages_request(chat, "claude-sonnet-4-5")
+    _drain(MESSAGES_REQUEST.validate_python(messages))
+    assert messages.get("stream") == (True if args["req"].get("stream") else None)
+
+
+@pytest.mark.parametrize("args", _output_args("messages_to_chat_response"))
+def test_messages_replies_translate_on_to_valid_responses(args: dict[str, Any]) -> None:
+    request = {"model": "gpt-5.1", "input": "x"}
+    response = chat_to_responses_response(messages_to_chat_response(args["msg"]), request)
+    _no_unknown_fields(openai.types.responses.Response.model_validate(response))
+    assert usage_of("responses", response) == usage_of("messages", args["msg"])
