@@ -11,7 +11,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import tenacity
@@ -30,7 +30,7 @@ from runner.gateway.providers import (
     transport_failure,
 )
 
-ProviderPath = Api | str  # an API, or "count_tokens"
+T = TypeVar("T")
 _ERROR_BODY_BYTES = 64 * 1024  # what is read of a failed stream's body: enough for any provider's error JSON
 
 
@@ -73,7 +73,7 @@ class Upstream:
     def _retrying(self) -> tenacity.AsyncRetrying:
         return tenacity.AsyncRetrying(sleep=self._wait, **self._policy.arguments())
 
-    def _request(self, path: ProviderPath, body: dict[str, Any], headers: dict[str, str]) -> httpx.Request:
+    def _request(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> httpx.Request:
         payload = json.dumps({**body, "model": self.model}).encode()
         url = self.endpoint.base_url + PATHS[path]
         return self._http.build_request(
@@ -81,34 +81,18 @@ class Upstream:
         )
 
     async def complete(self, api: Api, body: dict[str, Any], headers: dict[str, str]) -> ProviderResult:
-        """POST a non-streamed ``body`` of ``api`` (model replaced) with retries.
+        """POST a non-streamed ``body`` of ``api`` (model replaced) with retries; a malformed body is retried too.
 
         Raises:
             ProviderError: the last try failed, or a non-retryable 4xx came back.
         """
         started = time.perf_counter()
-        tries = 0
-        async for attempt in self._retrying():
-            with attempt:
-                tries += 1
-                request = self._request(api, body, headers)
-                try:
-                    resp = await self._http.send(request)
-                except httpx.TransportError as exc:
-                    failure = transport_failure(self.endpoint, self.model, str(request.url), exc)
-                    raise self._tried(failure, tries) from None
-                if resp.status_code >= 400:
-                    failure = status_failure(
-                        self.endpoint, self.model, str(request.url), resp.status_code, resp.headers, resp.content
-                    )
-                    raise self._tried(failure, tries)
-                try:
-                    return parse_result(
-                        self.endpoint, api, self.model, str(request.url), resp.status_code, resp.content, started, tries
-                    )
-                except ProviderError as exc:
-                    raise self._tried(exc, tries) from None
-        raise AssertionError("unreachable: tenacity reraises the last failure")  # pragma: no cover
+
+        def accept(resp: httpx.Response, tries: int) -> ProviderResult:
+            url = str(resp.request.url)
+            return parse_result(self.endpoint, api, self.model, url, resp.status_code, resp.content, started, tries)
+
+        return (await self._send(api, body, headers, stream=False, accept=accept))[0]
 
     async def count_tokens(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, bytes]:
         """Anthropic's free token count, one try: ``(status, body bytes)``, the key redacted.
@@ -129,28 +113,38 @@ class Upstream:
         Raises:
             ProviderError: every try failed before a 2xx head arrived, or a non-retryable 4xx came back.
         """
+        return await self._send(api, body, headers, stream=True, accept=lambda resp, tries: resp)
+
+    async def _send(
+        self,
+        api: Api,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        *,
+        stream: bool,
+        accept: Callable[[httpx.Response, int], T],
+    ) -> tuple[T, int]:
+        """One call with retries: ``accept`` turns a 2xx response into the result (raising to retry)."""
         tries = 0
         async for attempt in self._retrying():
             with attempt:
                 tries += 1
                 request = self._request(api, body, headers)
                 try:
-                    resp = await self._http.send(request, stream=True)
+                    resp = await self._http.send(request, stream=stream)
                 except httpx.TransportError as exc:
                     failure = transport_failure(self.endpoint, self.model, str(request.url), exc)
                     raise self._tried(failure, tries) from None
-                if resp.status_code < 400:
-                    return resp, tries
+                if resp.status_code >= 400:
+                    raw = await _error_body(resp) if stream else resp.content
+                    url = str(request.url)
+                    raise self._tried(
+                        status_failure(self.endpoint, self.model, url, resp.status_code, resp.headers, raw), tries
+                    )
                 try:
-                    raw = await _bounded_read(resp)
-                except httpx.TransportError:
-                    raw = b""
-                finally:
-                    await resp.aclose()
-                failure = status_failure(
-                    self.endpoint, self.model, str(request.url), resp.status_code, resp.headers, raw
-                )
-                raise self._tried(failure, tries)
+                    return accept(resp, tries), tries
+                except ProviderError as exc:
+                    raise self._tried(exc, tries) from None
         raise AssertionError("unreachable: tenacity reraises the last failure")  # pragma: no cover
 
     @staticmethod
@@ -159,10 +153,16 @@ class Upstream:
         return exc
 
 
-async def _bounded_read(resp: httpx.Response) -> bytes:
+async def _error_body(resp: httpx.Response) -> bytes:
+    """A failed stream's body, bounded, and the response closed."""
     raw = bytearray()
-    async for chunk in resp.aiter_raw():
-        raw += chunk
-        if len(raw) >= _ERROR_BODY_BYTES:
-            break
+    try:
+        async for chunk in resp.aiter_raw():
+            raw += chunk
+            if len(raw) >= _ERROR_BODY_BYTES:
+                break
+    except httpx.TransportError:
+        pass
+    finally:
+        await resp.aclose()
     return bytes(raw)
