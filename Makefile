@@ -60,6 +60,8 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict images/agents/null/agent.py
 	$(BIN)/mypy --strict images/agents/replay/agent.py
 	$(BIN)/mypy --strict images/agents/reference/agent.py
+	$(BIN)/mypy --strict images/agents/claude-code/agent.py
+	$(BIN)/mypy --strict images/agents/openai-agents/agent.py
 
 world: $(STAMP)
 	$(BIN)/ispm world build

@@ -95,7 +95,14 @@ def mounts(world: Path, output: Path) -> dict[str, dict[str, str]]:
 
 @pytest.mark.docker
 def test_tags_follow_input_digests(refs: dict[str, ImageRef]) -> None:
-    assert set(refs) == {"base", "agent-null", "agent-replay", "agent-reference"}
+    assert set(refs) == {
+        "base",
+        "agent-null",
+        "agent-replay",
+        "agent-reference",
+        "agent-claude-code",
+        "agent-openai-agents",
+    }
     assert images.expected_tags() == {name: ref.tag for name, ref in refs.items()}
     for ref in refs.values():
         assert ref.tag == f"ispm/{ref.name}:{ref.input_digest[7:19]}"

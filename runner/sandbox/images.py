@@ -15,6 +15,15 @@ What the digest does not cover: the mirror's content (a Debian point release beh
 sources keeps the tag) and the mmdebstrap version. Pin the sources to a snapshot URI to pin the
 former; two builds from the same mirror state are byte-identical (see ``build_rootfs``).
 
+**Third-party agents, vendored by the host.** An image whose spec names a ``vendor`` step gets third-party
+code into its build context before ``docker build``, through the host's pip and never a registry or pip in the
+image: the folder's ``requirements.txt`` pins every package by version and sha256, ``pip download
+--require-hashes`` fetches the wheels for the base image's Python (``WHEEL_TARGET``) into
+``.cache/wheels/<name>/``, and the step puts them into the context (Claude Code's native CLI out of its wheel, or
+a ``site/`` installed with ``pip install --target``). The digest covers the pinned requirements and the step,
+never the downloaded bytes, so the tag does not depend on when or where they were fetched; a warm wheel cache
+needs no network at all.
+
 **An upstream base, as an option.** A machine that does reach a registry may set
 ``ISPM_UPSTREAM_BASE`` to an upstream Debian image pinned by digest (``debian@sha256:<hex>``, or a
 local image id ``sha256:<hex>``). The base is then ``docker build`` of ``images/base/Dockerfile.upstream``
@@ -35,11 +44,12 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import docker
 import docker.errors
@@ -81,7 +91,7 @@ class ImageRef(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
-    """Short name: ``base``, ``agent-null``, ``agent-replay``, ``agent-reference``."""
+    """Short name: ``base``, ``agent-null``, ``agent-replay``, ``agent-reference``, ``agent-claude-code``, ..."""
     tag: str
     """``ispm/<name>:<first 12 hex of input_digest>``."""
     id: str
@@ -107,6 +117,10 @@ class ImageRecord(BaseModel):
     images: dict[str, ImageRef]
 
 
+Vendoring = Literal["claude-code", "site-packages"]
+"""How third-party code from the folder's ``requirements.txt`` enters a build context (see :func:`vendor_into`)."""
+
+
 @dataclass(frozen=True)
 class ImageSpec:
     """How one image is made: from a rootfs (the base) or a Dockerfile on top of ``parent``."""
@@ -114,6 +128,8 @@ class ImageSpec:
     name: str
     folder: str
     parent: str | None = None
+    vendor: Vendoring | None = None
+    """Third-party code for the build context, pinned by the folder's ``requirements.txt`` (see the module docs)."""
 
 
 SPECS: tuple[ImageSpec, ...] = (
@@ -121,7 +137,29 @@ SPECS: tuple[ImageSpec, ...] = (
     ImageSpec("agent-null", "agents/null", parent="base"),
     ImageSpec("agent-replay", "agents/replay", parent="base"),
     ImageSpec("agent-reference", "agents/reference", parent="base"),
+    ImageSpec("agent-claude-code", "agents/claude-code", parent="base", vendor="claude-code"),
+    ImageSpec("agent-openai-agents", "agents/openai-agents", parent="base", vendor="site-packages"),
 )
+REQUIREMENTS = "requirements.txt"
+# The wheels the base image's interpreter can load: Debian 12's CPython 3.11 on glibc 2.36, x86_64. Passed to
+# every pip call of a vendoring step, so the host's own Python and libc never decide what goes into an image.
+WHEEL_TARGET: tuple[str, ...] = (
+    "--only-binary=:all:",
+    "--python-version=3.11",
+    "--implementation=cp",
+    "--abi=cp311",
+    "--abi=abi3",
+    "--abi=none",
+    "--platform=manylinux_2_28_x86_64",
+    "--platform=manylinux_2_17_x86_64",
+    "--platform=manylinux2014_x86_64",
+    "--platform=manylinux_2_5_x86_64",
+    "--platform=manylinux1_x86_64",
+    "--platform=any",
+)
+# Where Claude Code's native CLI sits in the claude-agent-sdk wheel, and where the Dockerfile expects it.
+CLAUDE_IN_WHEEL = "claude_agent_sdk/_bundled/claude"
+CLAUDE_IN_CONTEXT = "vendor/claude"
 
 
 def repo_root() -> Path:
@@ -195,6 +233,9 @@ def input_digest(spec: ImageSpec, parent_digest: str | None, sources: list[Path]
         "files": _tree(images_dir() / spec.folder),
         "parent": parent_digest,
     }
+    if spec.vendor is not None:
+        # The pinned requirements (with their hashes) are among the files; the downloads are not hashed.
+        doc["vendor"] = {"step": spec.vendor, "wheel_target": list(WHEEL_TARGET)}
     if spec.parent is None and upstream is not None:
         doc["upstream"] = upstream
     elif spec.parent is None:
@@ -309,7 +350,107 @@ def build_upstream_base(client: Any, upstream: str, tag: str, digest: str) -> An
 
 
 def _build_derived(client: Any, spec: ImageSpec, tag: str, digest: str, parent_tag: str) -> Any:
-    return docker_build(client, images_dir() / spec.folder, tag, digest, {"BASE": parent_tag}, name=spec.name)
+    if spec.vendor is None:
+        return docker_build(client, images_dir() / spec.folder, tag, digest, {"BASE": parent_tag}, name=spec.name)
+    work_root = repo_root() / ".cache" / "images"
+    work_root.mkdir(parents=True, exist_ok=True)
+    context = Path(tempfile.mkdtemp(prefix=f"{spec.name}-", dir=work_root))
+    log_file = work_root / f"{spec.name}-{digest[7:19]}.log"
+    log_file.write_bytes(b"")
+    try:
+        shutil.copytree(images_dir() / spec.folder, context, dirs_exist_ok=True)
+        vendor_into(context, spec.vendor, wheel_cache(spec.name), log_file)
+        return docker_build(client, context, tag, digest, {"BASE": parent_tag}, name=spec.name)
+    finally:
+        shutil.rmtree(context, ignore_errors=True)
+
+
+# -- vendoring: third-party code fetched by the host's pip, pinned by version and sha256 -------------------
+
+
+def wheel_cache(name: str) -> Path:
+    """Where the pinned wheels of image ``name`` are kept between builds (a build input cache, gitignored)."""
+    return repo_root() / ".cache" / "wheels" / name
+
+
+def pinned_requirements(requirements: Path) -> dict[str, set[str]]:
+    """Each ``name==version`` of a pip requirements file with the sha256 hex digests it allows (``--hash``)."""
+    text = requirements.read_text(encoding="utf-8").replace("\\\n", " ")
+    pins: dict[str, set[str]] = {}
+    for line in text.splitlines():
+        body = line.split(" #", 1)[0] if not line.startswith("#") else ""
+        requirement = body.split()
+        if requirement and not requirement[0].startswith("-"):
+            pins[requirement[0]] = set(re.findall(r"--hash=sha256:([0-9a-f]{64})", body))
+    return pins
+
+
+def pinned_hashes(requirements: Path) -> set[str]:
+    """Every sha256 hex digest a pip requirements file allows."""
+    return {digest for digests in pinned_requirements(requirements).values() for digest in digests}
+
+
+def missing_wheels(requirements: Path, cache: Path) -> set[str]:
+    """The pinned requirements with no wheel of an allowed content in ``cache`` yet."""
+    present = {_sha256_file(p) for p in cache.glob("*.whl")} if cache.is_dir() else set()
+    return {pin for pin, digests in pinned_requirements(requirements).items() if not digests & present}
+
+
+def _pip(args: list[str], log_file: Path, what: str) -> None:
+    run_logged([sys.executable, "-m", "pip", "--disable-pip-version-check", *args], log_file, what=what)
+
+
+def fetch_wheels(requirements: Path, cache: Path, log_file: Path, *, with_deps: bool) -> None:
+    """Download the wheels ``requirements`` pins into ``cache``, unless they are all there already.
+
+    ``--require-hashes`` makes pip refuse any file whose sha256 is not pinned; with ``with_deps`` it also refuses
+    a dependency that is not pinned, so the lock is complete.
+
+    Raises:
+        ImageError: pip failed (no network, a hash mismatch, an unpinned dependency).
+    """
+    if not missing_wheels(requirements, cache):
+        return
+    cache.mkdir(parents=True, exist_ok=True)
+    args = ["download", "-q", "--require-hashes", *WHEEL_TARGET, "-r", str(requirements), "-d", str(cache)]
+    _pip(args if with_deps else [*args, "--no-deps"], log_file, f"pip download of {requirements}")
+
+
+def vendor_into(context: Path, step: Vendoring, cache: Path, log_file: Path) -> None:
+    """Put the third-party code of ``context/requirements.txt`` into the build context ``context``.
+
+    - ``claude-code``: the Claude Code CLI, the native binary bundled in the pinned claude-agent-sdk wheel, at
+      ``vendor/claude``.
+    - ``site-packages``: every pinned package installed for the base image's Python into ``site/``.
+
+    Raises:
+        ImageError: the wheels could not be fetched or installed, or the CLI is not in the wheel.
+    """
+    requirements = context / REQUIREMENTS
+    fetch_wheels(requirements, cache, log_file, with_deps=step == "site-packages")
+    if step == "claude-code":
+        _extract_claude(requirements, cache, context / CLAUDE_IN_CONTEXT)
+        return
+    # --no-index: only the checked files of the cache; --require-hashes again, since the cache is a folder.
+    args = ["install", "-q", "--no-index", "--find-links", str(cache), "--require-hashes", *WHEEL_TARGET]
+    args += ["--no-compile", "--target", str(context / "site"), "-r", str(requirements)]
+    _pip(args, log_file, f"pip install of {requirements}")
+    # Console scripts carry the host interpreter's path; the agent imports the packages, it runs none of them.
+    shutil.rmtree(context / "site" / "bin", ignore_errors=True)
+
+
+def _extract_claude(requirements: Path, cache: Path, target: Path) -> None:
+    allowed = pinned_hashes(requirements)
+    wheels = [p for p in sorted(cache.glob("claude_agent_sdk-*.whl")) if _sha256_file(p) in allowed]
+    if not wheels:
+        raise ImageError(f"no claude-agent-sdk wheel pinned by {requirements} in {cache}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with zipfile.ZipFile(wheels[0]) as wheel, wheel.open(CLAUDE_IN_WHEEL) as src, target.open("wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+    except KeyError as exc:
+        raise ImageError(f"{wheels[0].name} has no {CLAUDE_IN_WHEEL}") from exc
+    target.chmod(0o755)
 
 
 def docker_build(

@@ -22,7 +22,14 @@ if TYPE_CHECKING:
 
 BackendName = Literal["docker", "local"]
 # Short names a person may type for our own images; they resolve to the tag of the current inputs.
-_SHORT_NAMES = {"null": "agent-null", "replay": "agent-replay", "reference": "agent-reference", "base": "base"}
+_SHORT_NAMES = {
+    "null": "agent-null",
+    "replay": "agent-replay",
+    "reference": "agent-reference",
+    "claude-code": "agent-claude-code",
+    "openai-agents": "agent-openai-agents",
+    "base": "base",
+}
 
 
 def resolve_image(image: str) -> str:

@@ -237,6 +237,10 @@ def messages_to_chat_request(req: dict[str, Any], model: str) -> dict[str, Any]:
             out_messages.extend(_user_turn(msg.get("content"), i))
         elif role == "assistant":
             out_messages.append(_assistant_turn(msg.get("content"), i))
+        elif role == "system":  # not in the public API, but Claude Code sends it (reminders mid-conversation)
+            content = msg.get("content")
+            text = content if isinstance(content, str) else [_system_part(b, i) for b in _blocks(content, i)]
+            out_messages.append({"role": "system", "content": text})
         else:
             raise TranslationError(f"messages[{i}] has unsupported role {role!r}")
 

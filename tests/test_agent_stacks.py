@@ -1,0 +1,412 @@
+"""Off-the-shelf agent stacks end to end: Claude Code and the OpenAI Agents SDK in the real sandbox.
+
+Each sample runs the real image in a real locked-down container (``DockerBackend``), behind the real gateway
+(``gateway_link``), whose candidate is a scripted provider on loopback (:class:`fake_provider.FakeProvider`)
+reached with host "keys" that are unique markers. The script is a short investigation: one tool call that runs
+``ispm-sql``, then the answer. The checks: the sample is ``ok``, its answer validates and is the scripted one, the
+SQL is in the query log, and the gateway's token counts are exactly what the provider reported.
+
+What each stack sends is described in docs/agents.md; the assertions on request shapes below hold it to that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import docker
+import pytest
+from fake_provider import FakeProvider, Seen, ToolCall, Turn, Usage, point_clients_at, total_usage
+
+from runner.contract import Answer, SampleOutput
+from runner.gateway.model import ClientSettings
+from runner.gateway.server import Gateway, SampleUsage
+from runner.paths import tasks_dir
+from runner.sandbox import images
+from runner.sandbox.backend import SampleSpec, gateway_link
+from runner.sandbox.docker import DockerBackend
+from runner.sandbox.images import ImageRef
+from runner.tasks.load import load_tasks
+from runner.tasks.model import Task
+from runner.tasks.view import agent_files
+
+RUN = f"test-stacks-{uuid.uuid4().hex[:8]}"
+TASK_ID = "ispm-001"
+OPENAI_MARKER = f"sk-stacks-openai-{uuid.uuid4().hex}"
+ANTHROPIC_MARKER = f"sk-ant-stacks-{uuid.uuid4().hex}"
+SQL = "SELECT status, count(*) AS n FROM okta_users GROUP BY status ORDER BY status"
+ANSWER = {
+    "format": "ispm.answer/v1",
+    "response": "Scripted: the investigation counted Okta users by status.",
+    "verdict": None,
+    "evidence": [{"vendor": "okta", "kind": "account", "identifier": "00u-scripted", "fact": "It is scripted."}],
+    "queries": [SQL],
+}
+SETTINGS = ClientSettings(read_timeout=30.0, max_attempts=2, backoff_initial=0.01, backoff_max=0.05)
+CLAUDE_VERSION = "2.1.332 (Claude Code)"
+
+
+@pytest.fixture(scope="module")
+def backend() -> Iterator[DockerBackend]:
+    backend = DockerBackend()
+    yield backend
+    backend.sweep(RUN)
+    backend.close()
+
+
+@pytest.fixture(scope="module")
+def task() -> Task:
+    return {t.id: t for t in load_tasks(tasks_dir())}[TASK_ID]
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProvider]:
+    with FakeProvider() as provider:
+        yield point_clients_at(monkeypatch, provider, OPENAI_MARKER, ANTHROPIC_MARKER)
+
+
+def make_spec(task: Task, image: str, model: str) -> SampleSpec:
+    # The sandbox's default memory, pids and /tmp: the stacks must run within them (docs/agents.md).
+    return SampleSpec(
+        task_id=task.id,
+        run_id=RUN,
+        image=image,
+        task_files=agent_files(task, time_limit_seconds=90),
+        time_limit_s=90,
+        env={"ISPM_MODEL": model},
+    )
+
+
+def run_with_gateway(backend: DockerBackend, gateway: Gateway, spec: SampleSpec) -> tuple[SampleOutput, SampleUsage]:
+    with gateway_link(gateway, spec.sample_id) as (folder, token):
+        out = backend.run_sample(spec.model_copy(update={"gateway_socket_dir": folder, "gateway_token": token}))
+    return out, gateway.usage(spec.sample_id)
+
+
+def assert_usage_is_what_the_provider_reported(usage: SampleUsage, fake: FakeProvider) -> None:
+    reported = total_usage(fake.reported)
+    assert usage.requests == len(fake.seen) == len(fake.reported)
+    assert (usage.input_tokens, usage.output_tokens, usage.cached_tokens, usage.reasoning_tokens) == (
+        reported.input_tokens,
+        reported.output_tokens,
+        reported.cached_tokens,
+        reported.reasoning_tokens,
+    )
+    assert usage.errors == [] and usage.refused == 0 and usage.in_flight == 0
+
+
+def assert_sql_logged(out: SampleOutput, world_db: sqlite3.Connection) -> None:
+    entry = next(q for q in out.queries if q.sql == SQL)
+    assert entry.error is None and entry.row_count == len(world_db.execute(SQL).fetchall())
+
+
+# -- Claude Code ---------------------------------------------------------------------------------------------
+
+# Claude Code's main loop carries its Bash tool; anything else it sends is a side request (none seen in 2.1.332
+# with --bare, but a responder keeps the script of the main loop from being consumed by one).
+CLAUDE_TURNS = [
+    Turn(
+        text="Counting Okta users by status.",
+        tool_calls=[ToolCall("Bash", {"command": f'ispm-sql "{SQL}"', "description": "Count users"}, id="toolu_sql")],
+        usage=Usage(input_tokens=1201, output_tokens=41, cached_tokens=1000),
+    ),
+    Turn(
+        text="",
+        tool_calls=[
+            ToolCall(
+                "Bash",
+                {"command": f"cat > /output/answer.json <<'EOF'\n{json.dumps(ANSWER)}\nEOF", "description": "Answer"},
+                id="toolu_answer",
+            )
+        ],
+        usage=Usage(input_tokens=1302, output_tokens=52, cached_tokens=1200, cache_write_tokens=100),
+    ),
+    Turn(text="The answer is in /output/answer.json.", usage=Usage(input_tokens=1403, output_tokens=13)),
+]
+
+
+def claude_responder(turns: list[Turn]) -> Any:
+    """Answers the main loop (requests offering the Bash tool) from ``turns``, anything else with a short text."""
+    pending = list(turns)
+
+    def respond(seen: Seen) -> Turn:
+        if "Bash" in tool_names(seen) and pending:
+            return pending.pop(0)
+        return Turn(text="ok", usage=Usage(input_tokens=17, output_tokens=3))
+
+    return respond
+
+
+def tool_names(seen: Seen) -> list[str]:
+    """The tools a request offers, in Messages' shape or (translated by the gateway) chat completions'."""
+    tools = (seen.body or {}).get("tools") or [] if isinstance(seen.body, dict) else []
+    return [str(t.get("name") or (t.get("function") or {}).get("name")) for t in tools]
+
+
+def main_loop(fake: FakeProvider) -> list[Seen]:
+    return [s for s in fake.seen if "Bash" in tool_names(s)]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_claude_code_completes_a_scripted_investigation(
+    backend: DockerBackend, fake: FakeProvider, refs: dict[str, ImageRef], task: Task, world_db: sqlite3.Connection
+) -> None:
+    fake.responder = claude_responder(CLAUDE_TURNS)
+    with Gateway("anthropic/claude-scripted-1", settings=SETTINGS) as gateway:
+        spec = make_spec(task, refs["agent-claude-code"].tag, "claude-scripted-1")
+        out, usage = run_with_gateway(backend, gateway, spec)
+
+    assert out.status == "ok", (out.error, out.stderr_tail)
+    assert out.answer == Answer.model_validate(ANSWER)
+    assert_sql_logged(out, world_db)
+    assert_usage_is_what_the_provider_reported(usage, fake)
+
+    # Claude Code's own requests, as docs/agents.md describes them.
+    loop = main_loop(fake)
+    assert len(loop) == 3
+    for seen in fake.seen:
+        # Claude Code posts /v1/messages?beta=true; the query is the gateway's to keep or drop.
+        assert (seen.method, urlsplit(seen.path).path) == ("POST", "/v1/messages")
+        # Its bodies use beta fields (context_management, output_config): its beta header must reach the provider.
+        betas = seen.headers["anthropic-beta"].split(",")
+        assert {"claude-code-20250219", "context-management-2025-06-27", "effort-2025-11-24"} <= set(betas)
+        assert {"context_management", "output_config", "thinking"} <= set(seen.body)
+        assert seen.headers["x-api-key"] == ANTHROPIC_MARKER  # the gateway's host key, not the sample's token
+        assert seen.body["model"] == "claude-scripted-1" and seen.body["stream"] is True
+    assert [t["name"] for t in loop[0].body["tools"]] == ["Bash", "Read"]
+    first_user = loop[0].body["messages"][0]["content"]
+    assert task.prompt.strip() in "".join(block.get("text", "") for block in first_user)
+    # The query's rows went back to the model as the Bash tool's result.
+    result = loop[1].body["messages"][-1]["content"][0]
+    assert result["type"] == "tool_result" and result["tool_use_id"] == "toolu_sql"
+    assert re.search(r"\bstatus\b.*\bn\b", str(result["content"]))
+
+    # The stream-json events are the trace; the last one is Claude Code's result.
+    final = [e for e in out.trace if e.get("type") == "result"]
+    assert [(e["subtype"], e["num_turns"], e["is_error"]) for e in final] == [("success", 3, False)]
+    assert ANTHROPIC_MARKER not in out.model_dump_json() and OPENAI_MARKER not in out.model_dump_json()
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_claude_code_without_an_answer_leaves_a_failure_answer(
+    backend: DockerBackend, fake: FakeProvider, refs: dict[str, ImageRef], task: Task
+) -> None:
+    fake.responder = claude_responder([Turn(text="I will not look.", usage=Usage(input_tokens=900, output_tokens=9))])
+    with Gateway("anthropic/claude-scripted-1", settings=SETTINGS) as gateway:
+        spec = make_spec(task, refs["agent-claude-code"].tag, "claude-scripted-1")
+        out, usage = run_with_gateway(backend, gateway, spec)
+
+    assert out.exit_code == 1 and out.status == "agent_error", (out.error, out.stderr_tail)
+    assert out.answer is not None and out.answer.verdict is None and out.answer.evidence == []
+    assert out.answer.response == (
+        "No answer was written: Claude Code exited with code 0.\n\nClaude Code's final message:\nI will not look."
+    )
+    assert_usage_is_what_the_provider_reported(usage, fake)
+    assert len(main_loop(fake)) == 1
+
+
+# -- OpenAI Agents SDK ---------------------------------------------------------------------------------------
+
+OPENAI_TURNS = [
+    Turn(text="", tool_calls=[ToolCall("run_sql", {"sql": SQL}, id="call_sql")], usage=Usage(101, 11)),
+    Turn(
+        text="",
+        tool_calls=[ToolCall("submit_answer", {k: v for k, v in ANSWER.items() if k != "format"}, id="call_answer")],
+        usage=Usage(202, 22, cached_tokens=50, reasoning_tokens=7),
+    ),
+]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_openai_agents_completes_a_scripted_investigation(
+    backend: DockerBackend, fake: FakeProvider, refs: dict[str, ImageRef], task: Task, world_db: sqlite3.Connection
+) -> None:
+    fake.push(*OPENAI_TURNS)
+    with Gateway("openai/gpt-scripted-1", settings=SETTINGS) as gateway:
+        spec = make_spec(task, refs["agent-openai-agents"].tag, "gpt-scripted-1")
+        out, usage = run_with_gateway(backend, gateway, spec)
+
+    assert out.status == "ok", (out.error, out.stderr_tail)
+    assert out.answer == Answer.model_validate(ANSWER)
+    assert_sql_logged(out, world_db)
+    assert_usage_is_what_the_provider_reported(usage, fake)
+    assert usage.requests == 2  # submit_answer ends the run: no request after it
+
+    for seen in fake.seen:
+        assert (seen.method, seen.path) == ("POST", "/v1/responses")
+        assert seen.headers["authorization"] == f"Bearer {OPENAI_MARKER}"
+        body = seen.body
+        assert body["model"] == "gpt-scripted-1" and body["stream"] is True and body["store"] is False
+        assert "previous_response_id" not in body  # the whole conversation is sent every time
+        assert [t["name"] for t in body["tools"]] == ["run_sql", "submit_answer"]
+        assert all(t["type"] == "function" and t["strict"] is True for t in body["tools"])
+    assert fake.seen[0].body["input"] == [{"role": "user", "content": task.prompt.rstrip() + "\n"}]
+    replayed = fake.seen[1].body["input"]
+    assert [item.get("type") for item in replayed[1:]] == ["function_call", "function_call_output"]
+    assert replayed[2]["call_id"] == "call_sql" and '"columns": ["status", "n"]' in replayed[2]["output"]
+
+    called = [e["item"]["name"] for e in out.trace if e.get("event") == "tool_called"]
+    assert called == ["run_sql", "submit_answer"]
+    assert OPENAI_MARKER not in out.model_dump_json() and ANTHROPIC_MARKER not in out.model_dump_json()
+
+
+# -- across APIs: each stack with the other provider, through the gateway's translation ---------------------
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_claude_code_runs_on_an_openai_candidate(
+    backend: DockerBackend, fake: FakeProvider, refs: dict[str, ImageRef], task: Task, world_db: sqlite3.Connection
+) -> None:
+    """Claude Code streams Messages; the candidate speaks chat completions: translated both ways, streamed."""
+    fake.responder = claude_responder(CLAUDE_TURNS)
+    with Gateway("openai/gpt-scripted-1", settings=SETTINGS) as gateway:
+        spec = make_spec(task, refs["agent-claude-code"].tag, "claude-opus-5-5")
+        out, usage = run_with_gateway(backend, gateway, spec)
+    assert out.status == "ok", (out.error, out.stderr_tail)
+    assert out.answer == Answer.model_validate(ANSWER)
+    assert_sql_logged(out, world_db)
+    assert_usage_is_what_the_provider_reported(usage, fake)
+    assert len(main_loop(fake)) == 3
+    for seen in fake.seen:
+        assert (seen.method, seen.path) == ("POST", "/v1/chat/completions")
+        assert seen.headers["authorization"] == f"Bearer {OPENAI_MARKER}"
+        assert seen.body["model"] == "gpt-scripted-1" and seen.body["stream"] is True
+        assert seen.body["stream_options"] == {"include_usage": True}
+    assert {(c.api, c.provider_api, c.requested_model, c.outcome) for c in usage.calls} == {
+        ("messages", "chat", "claude-opus-5-5", "ok")
+    }
+    # The Bash tool's result went back to the model as a chat tool message.
+    result = main_loop(fake)[1].body["messages"][-1]
+    assert result["role"] == "tool" and result["tool_call_id"] == "toolu_sql"
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_openai_agents_runs_on_an_anthropic_candidate(
+    backend: DockerBackend, fake: FakeProvider, refs: dict[str, ImageRef], task: Task, world_db: sqlite3.Connection
+) -> None:
+    """The Agents SDK streams Responses; the candidate speaks Messages: Responses -> chat -> Messages and back."""
+    fake.push(*OPENAI_TURNS)
+    with Gateway("anthropic/claude-scripted-1", settings=SETTINGS) as gateway:
+        spec = make_spec(task, refs["agent-openai-agents"].tag, "gpt-5")
+        out, usage = run_with_gateway(backend, gateway, spec)
+
+    assert out.status == "ok", (out.error, out.stderr_tail)
+    assert out.answer == Answer.model_validate(ANSWER)
+    assert_sql_logged(out, world_db)
+    assert_usage_is_what_the_provider_reported(usage, fake)
+    for seen in fake.seen:
+        assert (seen.method, seen.path) == ("POST", "/v1/messages")
+        assert seen.headers["x-api-key"] == ANTHROPIC_MARKER
+        assert seen.body["model"] == "claude-scripted-1" and seen.body["stream"] is True
+        assert [t["name"] for t in seen.body["tools"]] == ["run_sql", "submit_answer"]
+    assert {(c.api, c.provider_api, c.requested_model) for c in usage.calls} == {("responses", "messages", "gpt-5")}
+    tool_result = fake.seen[1].body["messages"][-1]["content"][0]
+    assert tool_result["type"] == "tool_result" and '"columns": ["status", "n"]' in str(tool_result["content"])
+
+
+# -- the images ------------------------------------------------------------------------------------------------
+
+STACKS = {"agent-claude-code": "claude-code", "agent-openai-agents": "openai-agents"}
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_make_images_builds_both_stacks_with_their_labels(refs: dict[str, ImageRef]) -> None:
+    # What `make images` runs; everything is reused here (the session's refs fixture built it).
+    done = subprocess.run(
+        [sys.executable, "-m", "runner.sandbox.images"], capture_output=True, text=True, check=True, timeout=600
+    )
+    lines = {line.split()[0]: line for line in done.stdout.splitlines()}
+    engine = docker.from_env()
+    try:
+        for name, agent in STACKS.items():
+            assert lines[refs[name].tag].endswith("reused")
+            labels = engine.images.get(refs[name].tag).labels
+            assert labels["ispm.agent.contract"] == "ispm.agent/v1"
+            assert labels["ispm.agent.name"] == agent
+            assert labels[images.LABEL_DIGEST] == refs[name].input_digest
+    finally:
+        engine.close()
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_claude_code_cli_starts_in_the_lockdown(refs: dict[str, ImageRef]) -> None:
+    engine = docker.from_env()
+    try:
+        out = engine.containers.run(
+            refs["agent-claude-code"].tag,
+            ["--version"],
+            entrypoint=["/opt/claude-code/bin/claude"],
+            environment={"HOME": "/tmp"},
+            network_mode="none",
+            read_only=True,
+            tmpfs={"/tmp": "rw,noexec,nosuid,size=64m"},
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            user="10001:10001",
+            remove=True,
+        )
+    finally:
+        engine.close()
+    assert out.decode().strip() == CLAUDE_VERSION
+
+
+def test_vendored_tags_follow_the_pins_not_the_downloads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = tmp_path / "images"
+    shutil.copytree(images.images_dir(), copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(images, "images_dir", lambda: copy)
+    monkeypatch.setattr(images, "repo_root", lambda: tmp_path)  # so .cache/wheels/ is a scratch folder too
+    before = images.expected_tags([])
+    cache = images.wheel_cache("agent-claude-code")
+    cache.mkdir(parents=True)
+    (cache / "claude_agent_sdk-0.2.189-py3-none-manylinux_2_17_x86_64.whl").write_bytes(b"not the pinned wheel")
+    assert images.expected_tags([]) == before
+    requirements = copy / "agents" / "claude-code" / "requirements.txt"
+    requirements.write_text(requirements.read_text().replace("b26a6a30", "c26a6a30"))
+    after = images.expected_tags([])
+    assert {name for name in after if after[name] != before[name]} == {"agent-claude-code"}
+
+
+def test_only_wheels_with_a_pinned_hash_count_as_fetched(tmp_path: Path) -> None:
+    pinned, other, stray = b"pinned wheel", b"the same release for another platform", b"stray wheel"
+    digest, alternative = hashlib.sha256(pinned).hexdigest(), hashlib.sha256(other).hexdigest()
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(
+        f"# a comment\na==1 \\\n    --hash=sha256:{digest} \\\n    --hash=sha256:{alternative}\n"
+        f"b==2 --hash=sha256:{'0' * 64}  # pinned too\n"
+    )
+    assert images.pinned_requirements(requirements) == {"a==1": {digest, alternative}, "b==2": {"0" * 64}}
+    assert images.pinned_hashes(requirements) == {digest, alternative, "0" * 64}
+    assert images.missing_wheels(requirements, tmp_path / "absent") == {"a==1", "b==2"}
+    (tmp_path / "a-1-py3-none-any.whl").write_bytes(stray)
+    assert images.missing_wheels(requirements, tmp_path) == {"a==1", "b==2"}
+    (tmp_path / "renamed-anything.whl").write_bytes(pinned)  # one allowed wheel of a release is enough
+    assert images.missing_wheels(requirements, tmp_path) == {"b==2"}
+
+
+@pytest.mark.parametrize("folder", ["claude-code", "openai-agents"])
+def test_every_requirement_is_pinned_by_version_and_hash(folder: str) -> None:
+    requirements = images.repo_root() / "images" / "agents" / folder / "requirements.txt"
+    text = "\n".join(line for line in requirements.read_text().splitlines() if not line.startswith("#"))
+    entries = [e.strip() for e in text.replace("\\\n", " ").splitlines() if e.strip()]
+    assert entries
+    for entry in entries:
+        assert re.fullmatch(r"[a-z0-9-]+==[0-9][0-9a-z.]*( +--hash=sha256:[0-9a-f]{64})+", entry), entry
+    pins = images.pinned_requirements(requirements)
+    assert len(pins) == len(entries) and all(len(digests) == 1 for digests in pins.values())
