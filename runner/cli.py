@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from runner import __version__, log
 from runner.errors import IspmError, WorldError
@@ -25,7 +25,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _errors_to_exit(func: F) -> F:
-    """Turn library errors into a clean message and exit code 1."""
+    """Turn library errors, and values a model refuses, into a clean message and exit code 1."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -33,8 +33,20 @@ def _errors_to_exit(func: F) -> F:
             return func(*args, **kwargs)
         except IspmError as exc:
             raise click.ClickException(str(exc)) from exc
+        except ValidationError as exc:
+            raise click.ClickException(validation_message(exc)) from exc
 
     return wrapper  # type: ignore[return-value]
+
+
+def validation_message(exc: ValidationError) -> str:
+    """One line per refused value, ``field: why``, without pydantic's input echo and documentation link."""
+    lines = []
+    for error in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(part) for part in error["loc"])
+        why = str(error["msg"]).removeprefix("Value error, ")
+        lines.append(f"{where}: {why}" if where else why)
+    return "; ".join(lines)
 
 
 def _print_json(value: BaseModel | list[Any] | dict[str, Any]) -> None:
@@ -558,28 +570,60 @@ def sandbox_sweep(run_id: str | None, as_json: bool) -> None:
     metavar="PROVIDER/MODEL",
     help="A judge model, e.g. anthropic/claude-sonnet-4-6; repeat the option for each judge.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the resolved models as JSON.")
+@click.option(
+    "--no-dry-run",
+    "skip_dry_run",
+    is_flag=True,
+    help="Only probe each model; skip the judges' dry run on the calibration set (ispm run never skips it).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the resolved models (and judges' dry runs) as JSON.")
 @_errors_to_exit
-def preflight_command(candidate: str, judges: tuple[str, ...], as_json: bool) -> None:
-    """Send one minimal request to the candidate and to each judge; print the model id each provider returned.
+def preflight_command(candidate: str, judges: tuple[str, ...], skip_dry_run: bool, as_json: bool) -> None:
+    """Probe the candidate and each judge, then have each judge grade the calibration set.
+
+    Each model gets one minimal request; the model id each provider returned is printed. Then each judge grades
+    the calibration set shipped with the task set (the gold replay agent's and the null agent's answers on a few
+    tasks) with the real rubrics and prompt: every reply must parse, gold must be graded correct and null
+    incorrect on answer_correctness. The dry run's tokens and latency are printed with a projection of each
+    judge's tokens over an official run (every task, 5 epochs).
 
     Keys and endpoints come from the host environment only: OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY,
     ANTHROPIC_BASE_URL. Exits 1 with one line per problem: a missing key (naming its variable), an unknown
-    alias, an endpoint that cannot be reached or refuses the probe. No request is sent unless every alias is
-    known and has its key.
+    alias, an endpoint that cannot be reached or refuses the probe, a judge that fails its dry run (naming the
+    judge, the dimension and what came back). No request is sent unless every alias is known and has its key.
 
     Example: ispm preflight --candidate openai/gpt-4.1 --judge anthropic/claude-sonnet-4-6 --judge openai/o3
     """
     from runner.gateway.preflight import preflight
+    from runner.grading.judge import LLMJudge
+    from runner.grading.rubric import load_rubrics
+    from runner.paths import tasks_dir
+    from runner.run.spec import V1_EPOCHS
+    from runner.run.start import dry_run
+    from runner.tasks.load import load_tasks
 
     roles = ["candidate"] + ["judge"] * len(judges)
     resolved = preflight([candidate, *judges])
+    dry_runs = {}
+    if judges and not skip_dry_run:
+        rubrics = load_rubrics()
+        slots = [LLMJudge(j, rubrics=rubrics) for j in dict.fromkeys(judges)]
+        planned = len(load_tasks(tasks_dir())) * V1_EPOCHS
+        dry_runs = {d.judge: d for d in dry_run(slots, planned, rubrics)}
     if as_json:
-        _print_json([{"role": role, **m.model_dump(mode="json")} for role, m in zip(roles, resolved, strict=True)])
+        payload = []
+        for role, m in zip(roles, resolved, strict=True):
+            entry = {"role": role, **m.model_dump(mode="json")}
+            if role == "judge" and m.alias in dry_runs:
+                entry["dry_run"] = dry_runs[m.alias].model_dump(mode="json")
+            payload.append(entry)
+        _print_json(payload)
         return
     for role, model in zip(roles, resolved, strict=True):
         returned = model.returned_model or "(the provider returned no model id)"
         click.echo(f"{role:<9}  {model.alias}  ->  {returned}  ({model.latency_s:.2f} s, {model.base_url})")
+    for d in dry_runs.values():
+        click.echo(d.summary_line())
 
 
 # --------------------------------------------------------------------------------------- run
@@ -591,6 +635,13 @@ def preflight_command(candidate: str, judges: tuple[str, ...], as_json: bool) ->
 )
 @click.option("--epochs", type=click.IntRange(1, 100), default=5, show_default=True, help="Epochs per task.")
 @click.option("--concurrency", type=click.IntRange(1, 64), default=2, show_default=True, help="Samples at once.")
+@click.option(
+    "--breaker-after",
+    type=click.IntRange(1),
+    default=10,
+    show_default=True,
+    help="Stop the run when a judge, or the candidate, fails on this many consecutive samples (official: 10).",
+)
 @click.option("--task", "task_ids", multiple=True, help="Only this task (repeat); official runs refuse a filter.")
 @click.option(
     "--backend", type=click.Choice(["docker", "local"]), default="docker", show_default=True, help="Sandbox backend."
@@ -610,6 +661,7 @@ def run_command(
     judges: tuple[str, ...],
     epochs: int,
     concurrency: int,
+    breaker_after: int,
     task_ids: tuple[str, ...],
     backend: str,
     official: bool,
@@ -618,6 +670,11 @@ def run_command(
 ) -> None:
     """Run the benchmark: tasks × epochs in fresh sandboxes, graded by two judges, into runs/<run-id>/.
 
+    Preflight comes first: each model is probed and each model judge grades the calibration set (see ispm
+    preflight); a judge that cannot grade stops the run before any sample. During the run, a judge or the candidate
+    failing on --breaker-after consecutive samples stops it (exit 1, with the reason); fix the cause, then continue
+    with --resume.
+
     Example: ispm run --agent-image me/agent:1 --candidate openai/gpt-4.1 --judge anthropic/claude-sonnet-4-6
     --judge openai/gpt-4.1 --official
 
@@ -625,7 +682,7 @@ def run_command(
     """
     from runner.run.spec import RunSpec
     from runner.run.spec import official as make_official
-    from runner.run.start import current_digests, resume_run, start_run
+    from runner.run.start import current_digests, resume_run, run_preflight, start_run
 
     if resume_dir is not None:
         result = resume_run(resume_dir)
@@ -640,13 +697,19 @@ def run_command(
             judges=(judges[0], judges[1]),
             epochs=epochs,
             concurrency=concurrency,
+            breaker_after=breaker_after,
             tasks=list(task_ids) or None,
             backend=backend,  # type: ignore[arg-type]
         )
         if official:
             spec = make_official(spec, current_digests())
-        result = start_run(spec, run_dir)
+        checked = run_preflight(spec)
+        for line in checked.summary_lines():
+            click.echo(line)
+        result = start_run(spec, run_dir, preflight=checked)
     _print_run_result(result)
+    if result.outcome == "stopped":
+        raise SystemExit(1)
 
 
 @main.command("demo")

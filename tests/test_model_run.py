@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from fake_provider import FakeProvider, Reply, anthropic_message, openai_completion
 
+from runner.grading.grades import DIMENSIONS
 from runner.grading.judge import dimensions_for
 from runner.paths import tasks_dir
 from runner.record.audit import audit
@@ -72,11 +73,16 @@ def providers() -> Iterator[tuple[FakeProvider, FakeProvider]]:
                 tool_calls=[call],
             )
             candidate.push(Reply(body=body))
-        # Preflight asks each judge once, in slot order; then each slot grades the one sample, in slot order.
+        # Preflight asks each judge once, in slot order; then each slot, in order, dry-runs the calibration set (three
+        # gold answers, then three null ones); then each slot grades the one sample, in slot order.
         judges.push(
             Reply(body=anthropic_message(model="judge-a-2026")),
             Reply(body=anthropic_message(model="judge-b-2026")),
         )
+        for name in ("judge-a", "judge-b"):
+            for grade in ["correct"] * 3 + ["incorrect"] * 3:
+                text = json.dumps({"grades": {d: {"rationale": "dry run", "grade": grade} for d in DIMENSIONS}})
+                judges.push(Reply(body=anthropic_message([{"type": "text", "text": text}], model=f"{name}-2026")))
         for name, grade in (("judge-a", "correct"), ("judge-b", "partial")):
             text = _grades(grade, f"{name} says {grade}")
             tokens_in, tokens_out = JUDGE_USAGE[name]
@@ -147,6 +153,15 @@ def test_judge_tokens_are_kept_apart_from_the_agent(record: RunRecord) -> None:
         "anthropic/judge-b": (1, *JUDGE_USAGE["judge-b"]),
     }
     assert record.judge_tokens == sample.judges
+
+
+def test_preflight_dry_ran_each_judge_on_the_calibration_set(record: RunRecord) -> None:
+    # anthropic_message's default usage: 13 in, 5 out per call; the run grades one sample.
+    assert [(d.judge, d.samples, d.calls, d.input_tokens, d.output_tokens) for d in record.judge_dry_runs] == [
+        ("anthropic/judge-a", 6, 6, 6 * 13, 6 * 5),
+        ("anthropic/judge-b", 6, 6, 6 * 13, 6 * 5),
+    ]
+    assert [(d.projected_samples, d.projected_input_tokens) for d in record.judge_dry_runs] == [(1, 13), (1, 13)]
 
 
 def test_preflight_pinned_the_model_ids_the_wire_returned(record: RunRecord) -> None:

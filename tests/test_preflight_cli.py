@@ -30,7 +30,8 @@ def closed_port() -> int:
 
 
 def test_preflight_prints_each_returned_model_id(provider_env: FakeProvider) -> None:
-    args = ["preflight", "--candidate", "openai/gpt-4.1", "--judge", "anthropic/claude-sonnet-4-6"]
+    # The judges' dry run has its own tests (test_breakers.py); this one is about the probes.
+    args = ["preflight", "--no-dry-run", "--candidate", "openai/gpt-4.1", "--judge", "anthropic/claude-sonnet-4-6"]
     result = CliRunner().invoke(main, [*args, "--judge", "openai/gpt-4.1-mini"])
     assert result.exit_code == 0, result.output
     lines = result.output.strip().splitlines()
@@ -45,9 +46,8 @@ def test_preflight_prints_each_returned_model_id(provider_env: FakeProvider) -> 
 
 
 def test_preflight_json(provider_env: FakeProvider) -> None:
-    result = CliRunner().invoke(
-        main, ["preflight", "--candidate", "openai/gpt-4.1", "--judge", "anthropic/claude-sonnet-4-6", "--json"]
-    )
+    args = ["preflight", "--no-dry-run", "--candidate", "openai/gpt-4.1", "--judge", "anthropic/claude-sonnet-4-6"]
+    result = CliRunner().invoke(main, [*args, "--json"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output)
     assert [(m["role"], m["alias"], m["returned_model"]) for m in payload] == [

@@ -22,8 +22,10 @@ dimensions are ignored; a missing one makes the reply malformed.
 ``temperature`` or ``response_format``) it is dropped and the call repeated. A malformed, empty,
 truncated (``finish_reason`` ``length``) or refused (``content_filter`` or a ``refusal`` field)
 reply is retried up to ``max_attempts`` calls in all; then every dimension is recorded as
-``abstain`` with the reason. A provider error that survives the client's own retries is recorded
-the same way at once.
+``abstain`` with the reason and a bounded, redacted excerpt of the last reply. A provider error that
+survives the client's own retries is recorded the same way at once. Such an abstention carries its
+``failure`` (``malformed``, ``refused`` or ``error``), which the run's circuit breaker and health
+count; a judge that grades ``abstain`` on purpose has no ``failure``.
 
 **Accounting.** One call grades every dimension, so each vote carries the tokens, latency and
 returned model of the calls for its (task, epoch, judge): sum them once per triple, not per vote.
@@ -35,7 +37,7 @@ import json
 import re
 import secrets
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -59,6 +61,19 @@ MAX_FACT_ROWS = 60
 DEFAULT_MAX_TOKENS = 4096
 _DROPPABLE = ("temperature", "response_format")
 _REFUSAL_OPENERS = re.compile(r"^\s*(i'm sorry|i am sorry|i can(?:'|no)t|i won't|i will not)\b", re.IGNORECASE)
+EXCERPT_CHARS = 160
+# What a key or token looks like in text a provider sent back: never copied into a journal or a terminal.
+_SECRET_LIKE = re.compile(r"(?i)\b(?:sk|pk|rk)-[a-z0-9_\-]{6,}|\bbearer\s+\S+|\b[a-z0-9_\-]{32,}\b")
+
+JudgeFailure = Literal["malformed", "refused", "error"]
+"""Why a judge could not grade: a reply that did not parse (or was empty or truncated), a refusal, or a
+provider error."""
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """``text`` on one line, with anything that looks like a key or token redacted, cut to ``limit`` characters."""
+    flat = _SECRET_LIKE.sub("[redacted]", " ".join(text.split()))
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 class JudgeInput(BaseModel):
@@ -103,6 +118,9 @@ class JudgeVote(BaseModel):
     """Judge calls made (each may hide provider-level retries)."""
     rubric_sha256: str | None = None
     """sha256 of the rubric file this dimension was graded with."""
+    failure: JudgeFailure | None = None
+    """Set on an abstention the judge did not choose: its reply did not parse, it refused, or the provider
+    failed. ``None`` for a grade and for a deliberate ``abstain``."""
 
     def to_vote(self) -> Vote:
         """The plain consensus vote."""
@@ -227,6 +245,7 @@ class LLMJudge:
         spent = {"input_tokens": 0, "output_tokens": 0, "latency_s": 0.0, "attempts": 0}
         returned: str | None = None
         reason = "no attempt was made"
+        failure: JudgeFailure = "error"
         while spent["attempts"] < self.max_attempts:
             spent["attempts"] += 1
             try:
@@ -237,23 +256,30 @@ class LLMJudge:
                     del request[dropped]  # the provider will not take it; this try does not count
                     spent["attempts"] -= 1
                     continue
-                reason = f"provider error: {exc}"
+                reason, failure = f"provider error: {excerpt(str(exc), 400)}", "error"
                 break
             except TranslationError as exc:
-                reason = f"request not expressible for this provider: {exc}"
+                reason, failure = f"request not expressible for this provider: {exc}", "error"
                 break
             spent["input_tokens"] += result.input_tokens
             spent["output_tokens"] += result.output_tokens
             spent["latency_s"] += result.latency_s
             returned = result.returned_model or returned
-            grades, reason = _read_completion(result.completion or {}, dims)
+            grades, reason, failure = _read_completion(result.completion or {}, dims)
             if grades is not None:
                 return [self._vote(item, d, g.grade, g.rationale, returned, spent) for d, g in grades.items()]
         why = f"abstained after {spent['attempts']} call(s): {reason}"
-        return [self._vote(item, d, "abstain", why, returned, spent) for d in dims]
+        return [self._vote(item, d, "abstain", why, returned, spent, failure) for d in dims]
 
     def _vote(
-        self, item: JudgeInput, dim: Dimension, grade: Grade, why: str, returned: str | None, spent: dict[str, Any]
+        self,
+        item: JudgeInput,
+        dim: Dimension,
+        grade: Grade,
+        why: str,
+        returned: str | None,
+        spent: dict[str, Any],
+        failure: JudgeFailure | None = None,
     ) -> JudgeVote:
         return JudgeVote(
             task_id=item.task.id,
@@ -265,6 +291,7 @@ class LLMJudge:
             requested_model=self.requested_model,
             returned_model=returned,
             rubric_sha256=self.rubrics.rubrics[dim].sha256,
+            failure=failure,
             **spent,
         )
 
@@ -278,25 +305,26 @@ def _droppable(exc: ProviderError, request: dict[str, Any]) -> str | None:
 
 def _read_completion(
     completion: dict[str, Any], dims: tuple[Dimension, ...]
-) -> tuple[dict[Dimension, DimensionGrade] | None, str]:
-    """The grades in a chat-completions body, or None and why not."""
+) -> tuple[dict[Dimension, DimensionGrade] | None, str, JudgeFailure]:
+    """The grades in a chat-completions body, or None, why not and the kind of failure."""
     choices = completion.get("choices") or [{}]
     choice = choices[0] if isinstance(choices[0], dict) else {}
     message = choice.get("message") or {}
     finish = choice.get("finish_reason")
     if message.get("refusal") or finish == "content_filter":
-        return None, f"the model refused: {str(message.get('refusal') or finish)[:200]}"
-    if finish == "length":
-        return None, "the reply was truncated (finish_reason length)"
+        return None, f"the model refused: {excerpt(str(message.get('refusal') or finish), 200)}", "refused"
     content = message.get("content")
+    if finish == "length":
+        shown = f"; the reply began: {excerpt(content)!r}" if isinstance(content, str) and content.strip() else ""
+        return None, f"the reply was truncated (finish_reason length){shown}", "malformed"
     if not isinstance(content, str) or not content.strip():
-        return None, "the reply was empty"
+        return None, "the reply was empty", "malformed"
     try:
-        return parse_reply(content, dims), ""
+        return parse_reply(content, dims), "", "malformed"
     except JudgeOutputError as exc:
         if _REFUSAL_OPENERS.match(content):
-            return None, f"the model refused: {content.strip()[:200]}"
-        return None, f"malformed reply: {exc}"
+            return None, f"the model refused: {excerpt(content, 200)}", "refused"
+        return None, f"malformed reply: {exc}; the reply began: {excerpt(content)!r}", "malformed"
 
 
 # ---------------------------------------------------------------- the prompt

@@ -13,6 +13,7 @@ from runner.grading.consensus import Consensus, consensus
 from runner.grading.grades import ABSTAIN, DIMENSIONS, Dimension, Grade, Vote, score
 from runner.grading.judge import JudgeVote
 from runner.record import stats
+from runner.record.health import run_health
 from runner.record.model import (
     FAILURE_KINDS,
     RECORD_NAME,
@@ -26,11 +27,13 @@ from runner.record.model import (
     TaskResult,
     TokenCount,
 )
+from runner.record.standing import unranked_reason
 from runner.run.journal import (
     Entry,
     RunFinished,
     RunInterrupted,
     RunStarted,
+    RunStopped,
     RunTimedOut,
     SampleFinished,
     SampleGraded,
@@ -43,6 +46,7 @@ _ENDS: dict[str, RunStatus] = {
     "run_finished": "completed",
     "run_timed_out": "timed_out",
     "run_interrupted": "incomplete",
+    "run_stopped": "incomplete",
 }
 _PHASES = ("create", "start", "agent", "collect", "remove")
 
@@ -69,14 +73,16 @@ def build_record(entries: Sequence[Entry], tasks: Iterable[Task]) -> RunRecord:
     status: RunStatus = "incomplete"
     run_s = 0.0
     ended_at: str | None = None
+    stop_reason: str | None = None
     for e in entries:
         if isinstance(e, SampleFinished):
             outputs.setdefault((e.output.task_id, e.output.epoch), e)
         elif isinstance(e, SampleGraded):
             grades.setdefault((e.task_id, e.epoch), e)
-        elif isinstance(e, RunFinished | RunTimedOut | RunInterrupted):
+        elif isinstance(e, RunFinished | RunTimedOut | RunInterrupted | RunStopped):
             run_s, ended_at = e.used_s, e.ts
             status = _ENDS[e.kind]
+            stop_reason = e.reason if isinstance(e, RunStopped) else None
 
     samples = [_sample(outputs.get(pair), graded) for pair, graded in sorted(grades.items(), key=_epoch_first)]
     votes = [v for s in samples for v in s.votes]
@@ -87,7 +93,7 @@ def build_record(entries: Sequence[Entry], tasks: Iterable[Task]) -> RunRecord:
         # but two judges "agreeing" on them says nothing about the judges, so inter-judge statistics skip them.
         judged = [v.to_vote() for s in samples if s.graded for v in s.votes]
         scores = _scores([by_id[t] for t in planned_ids], consensus(raw), first.spec.epochs, raw, judged)
-    return RunRecord(
+    record = RunRecord(
         run_id=first.run_id,
         status=status,
         official=first.spec.official,
@@ -110,9 +116,13 @@ def build_record(entries: Sequence[Entry], tasks: Iterable[Task]) -> RunRecord:
         abstention_rates=_abstention_rates(votes),
         samples_planned=len(planned_ids) * first.spec.epochs,
         samples_graded=len(samples),
+        stop_reason=stop_reason,
+        judge_dry_runs=[d for s in starts for d in s.judge_dry_runs],
+        health=run_health(samples, first.spec.judges),
         scores=scores,
         samples=samples,
     )
+    return record.model_copy(update={"unranked_reason": unranked_reason(record)})
 
 
 def write_record(run_dir: Path, record: RunRecord) -> Path:
@@ -147,7 +157,12 @@ def _sample(finished: SampleFinished | None, graded: SampleGraded) -> SampleReco
     output, usage = finished.output, finished.usage
     agent = None
     if usage is not None:
-        agent = TokenCount(requests=usage.requests, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+        agent = TokenCount(
+            requests=usage.requests,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            failed_requests=len(usage.errors),
+        )
     # Every vote of one (task, epoch, judge) carries the totals of that judge's calls: count them once.
     judges: dict[str, TokenCount] = {}
     for v in graded.votes:
@@ -183,6 +198,7 @@ def _total(counts: Sequence[TokenCount]) -> TokenCount:
         requests=sum(c.requests for c in counts),
         input_tokens=sum(c.input_tokens for c in counts),
         output_tokens=sum(c.output_tokens for c in counts),
+        failed_requests=sum(c.failed_requests for c in counts),
     )
 
 
@@ -254,10 +270,11 @@ def _scores(
         axes["category"][r.category].append(grade)
         axes["kind"][r.kind].append(grade)
         axes["hops"][str(r.hops)].append(grade)
+    # A task whose every epoch abstained has no pass^k, as it has no mean: it is left out, not counted as 0.
     correct = [
-        sum(g == "correct" for g in r.epochs.get("answer_correctness", {}).values())
+        sum(g == "correct" for g in r.epochs["answer_correctness"].values())
         for r in rows
-        if "answer_correctness" in r.epochs
+        if "answer_correctness" in r.epochs and r.grades.get("answer_correctness") != ABSTAIN
     ]
     return Scores(
         dimensions={d: s for d, s in dims.items() if s.graded or s.abstained},

@@ -1,8 +1,10 @@
 """The leaderboard: one self-contained static HTML page ranking runs by their records.
 
-A run is ranked by its ``answer_correctness`` mean (then strict success) only when it has a score and is not a
-harness calibration. Every other run is still listed, unranked, with the reason: a timed-out run has no score at
-all (CONTRACT clause 6), and a calibration run measures the harness, never a model.
+A run is ranked by its ``answer_correctness`` mean (then strict success) only when it has a score, is not a
+harness calibration and is healthy. Every other run is still listed, unranked, with the reason
+(``runner.record.standing``): a timed-out or stopped run has no score at all (CONTRACT clause 6), a calibration run
+measures the harness, never a model, and a run whose judges or candidate failed over the health threshold has a
+score nobody should trust.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from urllib.parse import quote
 
 from runner.grading.grades import DIMENSIONS, Dimension
 from runner.record.model import RunRecord
-from runner.record.report import RunClass, environment, highest_pass_k, no_score_reason, render_markdown, run_class
+from runner.record.report import RunClass, environment, highest_pass_k, render_markdown, run_class
+from runner.record.standing import unranked_reason
 
 LEADERBOARD_NAME = "leaderboard.html"
 
@@ -41,20 +44,6 @@ class BoardRow:
     date: str
     report_href: str | None
     """A relative link to the run's own report page, when it has one."""
-
-
-def unranked_reason(record: RunRecord) -> str | None:
-    """Why ``record`` is listed but not ranked; ``None`` when it is ranked."""
-    withheld = no_score_reason(record)
-    if withheld is not None:
-        return withheld
-    if record.calibration is not None:
-        return f"Harness calibration ({record.calibration}): not a model score."
-    scores = record.scores
-    correctness = scores.dimensions.get("answer_correctness") if scores else None
-    if correctness is None or correctness.mean is None:
-        return "Every task's answer_correctness abstained: nothing to rank."
-    return None
 
 
 def board_rows(entries: Sequence[tuple[RunRecord, str | None]]) -> list[BoardRow]:

@@ -14,6 +14,8 @@ from runner.contract import SampleStatus, SampleTimings
 from runner.grading.coverage import CoverageReport
 from runner.grading.grades import Dimension, Grade
 from runner.grading.judge import JudgeVote
+from runner.record.health import RunHealth
+from runner.run.dry_run import JudgeDryRun
 from runner.run.spec import Digests, RunSpec
 
 RECORD_VERSION: Literal[1] = 1
@@ -103,7 +105,8 @@ class Scores(_Model):
     ``hops``."""
     pass_hat_k: dict[int, float | None]
     """pass^k on ``answer_correctness``, k = 1..5: the chance that k epochs drawn without replacement are all
-    ``correct``, averaged over tasks; ``None`` when the run has fewer than k epochs."""
+    ``correct``, averaged over the tasks whose consensus did not abstain; ``None`` when the run has fewer than k
+    epochs or every task abstained."""
     reliability: Reliability | None = None
     """Agreement, inter-judge reliability, CIs and abstention, withheld with the rest of the score. Records written
     before it existed load with None."""
@@ -116,6 +119,8 @@ class TokenCount(_Model):
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    failed_requests: int = 0
+    """Requests that failed after the client's retries, as the gateway counted them (the agent's only)."""
 
 
 class SampleRecord(_Model):
@@ -177,6 +182,15 @@ class RunRecord(_Model):
     """Share of raw judge votes that abstained, per dimension."""
     samples_planned: int
     samples_graded: int
+    stop_reason: str | None = None
+    """Why a circuit breaker stopped the run, when that is how its last attempt ended; ``None`` otherwise."""
+    judge_dry_runs: list[JudgeDryRun] = Field(default_factory=list)
+    """Each model judge's dry run at every start and resume, in order: tokens, latency, the run's projection."""
+    health: RunHealth | None = None
+    """The judges' and the candidate's health (docs/scoring.md, "Health"); records built before it load with None."""
+    unranked_reason: str | None = None
+    """Why the leaderboard lists this run without ranking it (no score, a calibration, unhealthy, nothing graded);
+    ``None`` when it is ranked."""
     scores: Scores | None = Field(default=None)
     """``None`` unless ``status`` is ``completed``."""
     samples: list[SampleRecord]

@@ -28,6 +28,7 @@ from runner.grading.coverage import CoverageReport, JoinEdge
 from runner.grading.grades import DIMENSIONS, Dimension, Grade
 from runner.grading.judge import JudgeVote
 from runner.record.model import FAILURE_KINDS, RunRecord, SampleRecord, TokenCount
+from runner.record.standing import no_score_reason, unranked_reason
 from runner.tasks.model import Task
 
 REPORT_NAME = "report.html"
@@ -177,17 +178,6 @@ def calibration_notice(record: RunRecord) -> str | None:
         f"Harness calibration ({record.calibration} agent, reference judge): NOT a model score. "
         f"It checks the harness itself; answer_correctness must be {expected}."
     )
-
-
-def no_score_reason(record: RunRecord) -> str | None:
-    """Why the run has no score, or ``None`` when it has one."""
-    if record.scores is not None:
-        return None
-    if record.status == "timed_out":
-        return "Timed out: the run limit passed before every sample was graded. No score, not even a partial one."
-    if record.status == "incomplete":
-        return "Incomplete: the run was stopped. No score until `ispm run --resume RUN_DIR` completes it."
-    return "No score was computed for this run."
 
 
 # ----------------------------------------------------------------------------------------------- summary
@@ -454,6 +444,8 @@ def render_report(record: RunRecord, tasks: Iterable[Task], scoring_markdown: st
             run_class=run_class(record),
             calibration=calibration_notice(record),
             no_score=no_score_reason(record),
+            health=record.health,
+            unranked=unranked_reason(record),
             dimensions=dimension_rows(record),
             strict=(scores.strict_success_rate, scores.reliability.strict_success_ci if scores.reliability else None)
             if scores

@@ -35,8 +35,11 @@ QUERIES: dict[str, str] = {
                round(answer_correctness, 4) AS answer_correctness,
                round(strict_success_rate, 4) AS strict_success_rate, started_at
         FROM runs
-        WHERE status = 'completed' AND calibration IS NULL
+        WHERE status = 'completed' AND calibration IS NULL AND unranked_reason IS NULL
         ORDER BY official DESC, answer_correctness DESC NULLS LAST, run_id""",
+    "unranked": """
+        SELECT run_id, agent_image, candidate_model, official, status, calibration, unranked_reason
+        FROM runs WHERE unranked_reason IS NOT NULL ORDER BY run_id""",
     "dimensions": """
         SELECT run_id, dimension, round(mean, 4) AS mean, graded, abstained
         FROM dimension_scores ORDER BY run_id, dimension""",
@@ -62,7 +65,7 @@ QUERIES: dict[str, str] = {
 _SCHEMA = """
 CREATE TABLE runs (run_id VARCHAR, status VARCHAR, official BOOLEAN, calibration VARCHAR, agent_image VARCHAR,
     candidate_model VARCHAR, epochs INTEGER, started_at VARCHAR, run_s DOUBLE, world_digest VARCHAR,
-    answer_correctness DOUBLE, strict_success_rate DOUBLE);
+    answer_correctness DOUBLE, strict_success_rate DOUBLE, unranked_reason VARCHAR);
 CREATE TABLE dimension_scores (run_id VARCHAR, dimension VARCHAR, mean DOUBLE, graded INTEGER, abstained INTEGER);
 CREATE TABLE task_grades (run_id VARCHAR, task_id VARCHAR, kind VARCHAR, category VARCHAR, hops INTEGER,
     vendors VARCHAR[], dimension VARCHAR, grade VARCHAR, score DOUBLE);
@@ -141,6 +144,7 @@ class RunSummary(_Part):
     started_at: str
     run_s: float
     digests: DigestsSummary
+    unranked_reason: str | None = None
     scores: ScoresSummary | None
     samples: list[SampleSummary]
 
@@ -188,6 +192,7 @@ def _rows(record: RunSummary) -> dict[str, list[dict[str, Any]]]:
             "run_s": record.run_s, "world_digest": record.digests.world_logical,
             "answer_correctness": correctness.mean if correctness else None,
             "strict_success_rate": scores.strict_success_rate if scores else None,
+            "unranked_reason": record.unranked_reason,
         }],
         "dimension_scores": [], "task_grades": [], "samples": [],
     }  # fmt: skip

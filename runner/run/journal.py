@@ -22,6 +22,7 @@ from runner.contract import SampleOutput
 from runner.gateway.server import SampleUsage
 from runner.grading.coverage import CoverageReport
 from runner.grading.judge import JudgeVote
+from runner.run.dry_run import JudgeDryRun
 from runner.run.spec import Digests, RunError, RunSpec
 
 JOURNAL_NAME = "journal.jsonl"
@@ -53,6 +54,9 @@ class RunStarted(_Entry):
     """Model id the wire returned, by alias; empty for the reference judge and calibration agents."""
     used_s: float = 0.0
     """Run wall time already spent by earlier attempts, counted against the run limit."""
+    judge_dry_runs: list[JudgeDryRun] = Field(default_factory=list)
+    """Each model judge's dry run on the calibration set at this start's preflight: tokens, latency and the
+    projection for the run; empty for the reference judge."""
 
 
 class SampleFinished(_Entry):
@@ -102,8 +106,21 @@ class RunInterrupted(_Entry):
     used_s: float
 
 
+class RunStopped(_Entry):
+    """A circuit breaker stopped the run; ``ispm run --resume`` continues it once the cause is fixed."""
+
+    kind: Literal["run_stopped"] = "run_stopped"
+    used_s: float
+    breaker: Literal["judge", "candidate"]
+    """Which breaker tripped."""
+    party: str
+    """The judge alias or the candidate model that kept failing."""
+    reason: str
+    """What the run says, e.g. ``judge openai/x: 10 malformed replies in a row; last: ...``."""
+
+
 Entry = Annotated[
-    RunStarted | SampleFinished | SampleGraded | RunFinished | RunTimedOut | RunInterrupted,
+    RunStarted | SampleFinished | SampleGraded | RunFinished | RunTimedOut | RunInterrupted | RunStopped,
     Field(discriminator="kind"),
 ]
 ENTRY: TypeAdapter[Entry] = TypeAdapter(Entry)

@@ -10,6 +10,11 @@ that did not grade every planned sample within the limit ends ``timed_out``; the
 **Ctrl-C.** The main thread stops scheduling, sweeps the run's sandbox resources (which ends the running
 agents), waits for the workers, and journals ``run_interrupted``. Samples cut short this way are not
 journaled: they were not the agent's failure, and a resume runs them again.
+
+**Circuit breakers** (``runner.run.breaker``). When a judge or the candidate has failed on ``spec.breaker_after``
+consecutive samples, the run stops the same way (no new sample, the run's sandboxes swept, samples already being
+graded finish and are journaled) and journals ``run_stopped`` with the breaker's reason. ``ispm run --resume``
+continues it once the cause is fixed; nothing graded is lost or redone.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from runner.contract import SampleOutput
 from runner.errors import SandboxError
 from runner.grading.grade import GradingContext, grade_sample
 from runner.grading.judge import Judge
-from runner.run.journal import Journal, RunInterrupted, RunTimedOut, SampleFinished, SampleGraded
+from runner.run.breaker import Breakers
+from runner.run.journal import Journal, RunInterrupted, RunStopped, RunTimedOut, SampleFinished, SampleGraded
 from runner.run.progress import Progress, make_progress
 from runner.run.spec import RunSpec
 from runner.sandbox.backend import Backend, SampleSpec, gateway_link
@@ -41,7 +47,7 @@ if TYPE_CHECKING:
 
 _log = log.get(__name__)
 
-Outcome = Literal["completed", "timed_out", "interrupted"]
+Outcome = Literal["completed", "timed_out", "interrupted", "stopped"]
 Pair = tuple[str, int]
 _POLL_S = 0.25
 
@@ -83,6 +89,7 @@ class _Worker:
         self.progress = progress
         self.stop = threading.Event()
         self.deadline_hit = threading.Event()
+        self.breakers = Breakers(p.spec.breaker_after, p.spec.candidate)
         self._local = threading.local()
         self._contexts: list[GradingContext] = []
         self._lock = threading.Lock()
@@ -129,6 +136,8 @@ class _Worker:
                 error=output.error,
                 agent_s=output.timings.agent,
             )
+            if self.breakers.ran(usage) is not None:
+                self.stop.set()
         started = time.perf_counter()
         result = grade_sample(
             self.p.tasks[task_id], self.p.truths[task_id], output, self.p.judges, epoch, context=self.context()
@@ -144,6 +153,8 @@ class _Worker:
                 coverage_error=result.coverage_error,
             )
         )
+        if self.breakers.judged(result.graded, result.votes) is not None:
+            self.stop.set()
         return output.status
 
     def _run(self, task_id: str, epoch: int, limit: float) -> tuple[SampleOutput, SampleUsage | None]:
@@ -181,14 +192,15 @@ def execute(
     """Run every planned sample not yet graded; journal the end of the run. Returns (outcome, run seconds used).
 
     ``used_s`` is what earlier attempts spent; it counts against ``spec.run_limit_s``. Ctrl-C ends with
-    ``interrupted`` after removing the run's sandbox resources; it is not re-raised.
+    ``interrupted`` after removing the run's sandbox resources; it is not re-raised. A tripped circuit breaker
+    ends with ``stopped`` the same way, and journals its reason.
     """
     todo = [pair for pair in plan(list(p.tasks), p.spec.epochs) if pair not in p.graded]
     start = clock()
     deadline = start + p.spec.run_limit_s - used_s
     shown = progress or make_progress(sys.stderr)
     _log.info("run.scheduling", run=p.run_id, todo=len(todo), done=len(p.graded), used_s=round(used_s, 3))
-    shown.begin(total=len(todo) + len(p.graded), done=len(p.graded))
+    shown.begin(total=len(todo) + len(p.graded), done=len(p.graded), limit_s=p.spec.run_limit_s, used_s=used_s)
     worker = _Worker(p, deadline, clock, shown)
     pool = ThreadPoolExecutor(max_workers=p.spec.concurrency, thread_name_prefix="ispm-sample")
     futures: dict[Future[str | None], Pair] = {}
@@ -202,6 +214,10 @@ def execute(
                 status = f.result()  # a grading error is a harness bug: let it end the run loudly
                 if status is not None:
                     shown.finished(futures[f], status)
+            if worker.breakers.tripped is not None:
+                outcome = "stopped"
+                _stop(worker, pool, p)
+                break
             if clock() >= deadline:
                 worker.deadline_hit.set()
     except KeyboardInterrupt:
@@ -215,6 +231,13 @@ def execute(
     _log.info("run.stopped", run=p.run_id, outcome=outcome, used_s=round(used, 3))
     if outcome == "interrupted":
         p.journal.append(RunInterrupted(used_s=round(used, 3)))
+        return outcome, used
+    trip = worker.breakers.tripped
+    if outcome == "stopped" and all(f.done() and not f.cancelled() and f.result() is not None for f in futures):
+        outcome = "completed"  # the trip came with the last sample: nothing is left to stop, health will tell
+    if outcome == "stopped" and trip is not None:
+        _log.warning("run.breaker_tripped", run=p.run_id, breaker=trip.breaker, party=trip.party, reason=trip.reason)
+        p.journal.append(RunStopped(used_s=round(used, 3), breaker=trip.breaker, party=trip.party, reason=trip.reason))
         return outcome, used
     if worker.deadline_hit.is_set() or any(f.result() is None for f in futures):
         p.journal.append(RunTimedOut(used_s=round(used, 3), limit_s=p.spec.run_limit_s))

@@ -17,6 +17,8 @@ V1_EPOCHS: Final = 5
 V1_CONCURRENCY: Final = 2
 V1_SAMPLE_LIMIT_S: Final = 900.0
 V1_RUN_LIMIT_S: Final = 43_200.0
+V1_BREAKER_AFTER: Final = 10
+"""K of the circuit breakers: a judge, or the candidate, failing on this many consecutive samples stops the run."""
 
 Calibration = Literal["replay", "null"]
 
@@ -80,6 +82,10 @@ class RunSpec(BaseModel):
     """Wall time per sample, enforced from outside the container."""
     run_limit_s: float = Field(default=V1_RUN_LIMIT_S, gt=0)
     """Wall time of the whole run, summed over resumes; past it the run has no score at all."""
+    breaker_after: int = Field(default=V1_BREAKER_AFTER, ge=1)
+    """The circuit breakers' K: a judge abstaining as malformed, refused or in error on this many consecutive
+    graded samples, or the candidate's gateway requests all failing on this many consecutive samples, stops the
+    run (resumable once the cause is fixed)."""
     tasks: list[str] | None = None
     """Only these task ids; ``None`` means the whole task set."""
     backend: Literal["docker", "local"] = "docker"
@@ -122,6 +128,7 @@ def official(spec: RunSpec, digests: Digests) -> RunSpec:
         "concurrency": V1_CONCURRENCY,
         "sample_limit_s": V1_SAMPLE_LIMIT_S,
         "run_limit_s": V1_RUN_LIMIT_S,
+        "breaker_after": V1_BREAKER_AFTER,
     }
     for name, value in fixed.items():
         if getattr(spec, name) != value:

@@ -3,12 +3,17 @@
 A run folder holds ``journal.jsonl`` (the durable truth), ``record.json`` (built from the journal),
 ``report.html`` (the record as one static page), ``log.jsonl`` (JSON logs) and, for gold calibration runs,
 ``replay/`` (the recordings mounted into samples).
+
+**Preflight** (:func:`run_preflight`) comes first, on a start and on every resume: one probe per model (the
+model ids the wire returns), then each model judge's dry run on the calibration set (``runner.run.dry_run``). A
+judge that cannot grade fails it, and no sample runs.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from runner import __version__, log
+from runner.grading.grade import GradingContext
 from runner.grading.judge import Judge, LLMJudge
 from runner.grading.reference_judge import REFERENCE_ALIAS, ReferenceJudge
 from runner.grading.rubric import RubricSet, load_rubrics
@@ -23,6 +29,7 @@ from runner.paths import tasks_dir, world_dir
 from runner.record.build import build_record, write_record
 from runner.record.model import RunRecord
 from runner.record.report import write_report
+from runner.run.dry_run import JudgeDryRun, dry_run_judges, load_calibration_set
 from runner.run.journal import (
     JOURNAL_NAME,
     Entry,
@@ -64,9 +71,14 @@ class RunResult(BaseModel):
     report_path: Path
 
     def summary_lines(self) -> list[str]:
-        """What the CLI prints when a run stops: status, per-dimension means or why there is no score."""
+        """What the CLI prints when a run stops: the health banner, status, per-dimension means or why there is
+        no score, and the health of the judges and the candidate."""
         record = self.record
-        lines = [
+        lines = []
+        if record.health is not None and record.health.problems:
+            lines += [f"!!! UNHEALTHY RUN: {p}" for p in record.health.problems]
+            lines.append("!!! this run is not rankable: do not trust its score (docs/scoring.md, Health)")
+        lines += [
             f"run {record.run_id}: {record.status} ({'official' if record.official else 'non-official'})",
             f"samples graded {record.samples_graded}/{record.samples_planned} in {record.run_s:.1f} s",
         ]
@@ -76,11 +88,16 @@ class RunResult(BaseModel):
                 lines.append(f"  {dim:<32} {mean:>6}  ({s.graded} graded, {s.abstained} abstained)")
         elif record.status == "timed_out":
             lines.append("the run limit passed: no score")
+        elif record.stop_reason is not None:
+            lines.append(f"stopped by a circuit breaker: {record.stop_reason}")
+            lines.append(f"fix the cause, then continue with: ispm run --resume {self.run_dir}")
         else:
             lines.append(f"stopped; continue with: ispm run --resume {self.run_dir}")
         failed = {k: v for k, v in record.failures.items() if v}
         if failed:
             lines.append(f"failures: {failed}")
+        if record.health is not None:
+            lines += record.health.summary_lines()
         lines.append(f"record: {self.record_path}")
         lines.append(f"report: {self.report_path}")
         return lines
@@ -109,8 +126,26 @@ def make_judges(aliases: tuple[str, str], rubrics: RubricSet) -> list[Judge]:
     return [ReferenceJudge(a, rubrics=rubrics) if _is_reference(a) else LLMJudge(a, rubrics=rubrics) for a in aliases]
 
 
+class Preflight(BaseModel):
+    """What preflight found: the model ids the wire returned and each model judge's dry run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    resolved_models: dict[str, str]
+    """Model id the wire returned, by alias; none for ``ref``."""
+    judge_dry_runs: list[JudgeDryRun]
+    """One per model judge slot, in slot order."""
+
+    def summary_lines(self) -> list[str]:
+        """What the CLI prints before the run starts."""
+        lines = [
+            f"model          {alias}  ->  {m or '(no model id returned)'}" for alias, m in self.resolved_models.items()
+        ]
+        return lines + [d.summary_line() for d in self.judge_dry_runs]
+
+
 def resolve_models(spec: RunSpec) -> dict[str, str]:
-    """Preflight: the model id the wire returns for the candidate and each LLM judge (none for ``ref``).
+    """The model id the wire returns for the candidate and each LLM judge (none for ``ref``).
 
     Raises:
         PreflightError: a key is missing, an alias is unknown, or a provider does not answer.
@@ -123,6 +158,41 @@ def resolve_models(spec: RunSpec) -> dict[str, str]:
     from runner.gateway.preflight import preflight
 
     return {m.alias: m.returned_model or "" for m in preflight(models)}
+
+
+def dry_run(judges: Sequence[Judge], planned: int, rubrics: RubricSet) -> list[JudgeDryRun]:
+    """Each model judge's dry run on the calibration set shipped with the task set (``ref`` needs none).
+
+    Raises:
+        JudgeDryRunError: a judge's reply did not parse, or it graded gold or null wrongly.
+    """
+    models = [j for j in judges if not _is_reference(j.alias)]
+    if not models:
+        return []
+    tasks = {t.id: t for t in load_tasks(tasks_dir())}
+    truths = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME).tasks
+    with GradingContext(world_dir() / SNAPSHOT_NAME, rubrics=rubrics) as context:
+        return dry_run_judges(
+            models, load_calibration_set(tasks_dir()), tasks=tasks, truths=truths, context=context, planned=planned
+        )
+
+
+def run_preflight(spec: RunSpec, *, probe: bool = True, planned: int | None = None) -> Preflight:
+    """Preflight of ``spec``: probe the models (unless ``probe`` is false), then dry-run the model judges.
+
+    ``planned`` is the samples the run will grade (for the token projection); by default every sample of the spec.
+
+    Raises:
+        PreflightError: a key is missing, an alias is unknown, or a provider does not answer.
+        JudgeDryRunError: a judge failed its dry run.
+    """
+    resolved = resolve_models(spec) if probe else {}
+    rubrics = load_rubrics()
+    if planned is None:
+        planned = len(spec.tasks if spec.tasks is not None else load_tasks(tasks_dir())) * spec.epochs
+    return Preflight(
+        resolved_models=resolved, judge_dry_runs=dry_run(make_judges(spec.judges, rubrics), planned, rubrics)
+    )
 
 
 def image_ids(spec: RunSpec) -> dict[str, str]:
@@ -162,17 +232,23 @@ def start_run(
     gateway: Gateway | None = None,
     images: dict[str, str] | None = None,
     progress: Progress | None = None,
+    preflight: Preflight | None = None,
 ) -> RunResult:
     """Run ``spec`` in a new folder (``runs/<run-id>/`` by default) and write its record.
+
+    ``preflight`` is one the caller already ran; otherwise it runs here (models are probed only when no
+    ``gateway`` is given, the model judges are dry-run always).
 
     Raises:
         RunError: the folder already holds a journal, or the filter names unknown tasks.
         WorldError: the snapshot does not match its manifest.
+        PreflightError, JudgeDryRunError: preflight failed; nothing was written.
     """
     run_id = new_run_id()
     folder = run_dir or Path("runs") / run_id
     if (folder / JOURNAL_NAME).exists():
         raise RunError(f"{folder} already holds a run; resume it with `ispm run --resume {folder}`")
+    checked = preflight or run_preflight(spec, probe=gateway is None)
     folder.mkdir(parents=True, exist_ok=True)
     rubrics = load_rubrics()
     started = RunStarted(
@@ -181,7 +257,8 @@ def start_run(
         digests=current_digests(rubrics),
         images=images if images is not None else image_ids(spec),
         runner_version=__version__,
-        resolved_models=resolve_models(spec) if gateway is None else {},
+        resolved_models=checked.resolved_models,
+        judge_dry_runs=checked.judge_dry_runs,
     )
     return _go(folder, started, [], backend, gateway, progress, rubrics)
 
@@ -195,10 +272,13 @@ def resume_run(
 ) -> RunResult:
     """Continue the run in ``run_dir`` with its own spec, skipping every sample already graded.
 
-    A run that already finished or timed out is not run again; its record is rebuilt.
+    A run that already finished or timed out is not run again; its record is rebuilt. A run stopped by a circuit
+    breaker continues like an interrupted one; its model judges are dry-run again first, so a judge that is still
+    broken stops the resume before any sample runs.
 
     Raises:
         RunError: no journal there, or the journal is damaged.
+        JudgeDryRunError: a judge failed its dry run.
     """
     entries = read_entries(run_dir / JOURNAL_NAME)
     starts = [e for e in entries if isinstance(e, RunStarted)]
@@ -211,8 +291,17 @@ def resume_run(
     if digests != starts[0].digests:
         # Half a run graded against one world or rubric set and half against another has no meaning.
         raise RunError(f"the world, tasks or rubrics changed since {run_dir} started; start a new run")
+    _, graded = done_pairs(entries)
+    spec = starts[0].spec
+    planned = len(spec.tasks if spec.tasks is not None else load_tasks(tasks_dir())) * spec.epochs - len(graded)
+    dry_runs = dry_run(make_judges(spec.judges, rubrics), planned, rubrics)
     started = starts[0].model_copy(
-        update={"ts": now(), "resumed": True, "used_s": round(_used(entries, starts[-1]), 3)}
+        update={
+            "ts": now(),
+            "resumed": True,
+            "used_s": round(_used(entries, starts[-1]), 3),
+            "judge_dry_runs": dry_runs,
+        }
     )
     return _go(run_dir, started, entries, backend, gateway, progress, rubrics)
 
