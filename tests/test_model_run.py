@@ -143,6 +143,10 @@ def test_the_gateway_counted_every_agent_token_exactly(record: RunRecord) -> Non
     assert sample.agent.input_tokens == sum(p for p, _, _ in AGENT_STEPS)
     assert sample.agent.output_tokens == sum(c for _, c, _ in AGENT_STEPS)
     assert record.agent_tokens == sample.agent
+    # Every request is in the record, as the gateway booked it.
+    assert [(c.api, c.stream, c.outcome, c.input_tokens, c.output_tokens) for c in sample.agent_calls] == [
+        ("chat", False, "ok", p, c) for p, c, _ in AGENT_STEPS
+    ]
 
 
 def test_judge_tokens_are_kept_apart_from_the_agent(record: RunRecord) -> None:

@@ -190,16 +190,17 @@ def test_summary_numbers_match_the_record(run: tuple[Path, RunRecord, Node]) -> 
         for tr in tokens.all("tr", class_="judge")
     }
     assert judges == {
-        f"judge {j}": [str(c.requests), str(c.input_tokens), str(c.output_tokens)]
+        f"judge {j}": [str(c.requests), str(c.input_tokens), "–", str(c.output_tokens), "–"]
         for j, c in record.judge_tokens.items()
     }
     agent = squash(tokens.one("tr", class_="agent").text())
     if record.agent_tokens is None:
         assert "no gateway" in agent
     else:
-        assert (
-            agent
-            == f"agent {record.agent_tokens.requests} {record.agent_tokens.input_tokens} {record.agent_tokens.output_tokens}"
+        count = record.agent_tokens
+        assert agent == (
+            f"agent {count.requests} {count.input_tokens} {count.cached_tokens} {count.output_tokens} "
+            f"{count.reasoning_tokens}"
         )
     scores = record.scores
     if scores is None:

@@ -162,6 +162,8 @@ def _sample(finished: SampleFinished | None, graded: SampleGraded) -> SampleReco
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
             failed_requests=len(usage.errors),
+            cached_tokens=usage.cached_tokens,
+            reasoning_tokens=usage.reasoning_tokens,
         )
     # Every vote of one (task, epoch, judge) carries the totals of that judge's calls: count them once.
     judges: dict[str, TokenCount] = {}
@@ -182,6 +184,7 @@ def _sample(finished: SampleFinished | None, graded: SampleGraded) -> SampleReco
         grade_s=graded.grade_s,
         graded=graded.graded,
         agent=agent,
+        agent_calls=list(usage.calls) if usage is not None else [],
         judges=judges,
         votes=graded.votes,
     )
@@ -199,6 +202,8 @@ def _total(counts: Sequence[TokenCount]) -> TokenCount:
         input_tokens=sum(c.input_tokens for c in counts),
         output_tokens=sum(c.output_tokens for c in counts),
         failed_requests=sum(c.failed_requests for c in counts),
+        cached_tokens=sum(c.cached_tokens for c in counts),
+        reasoning_tokens=sum(c.reasoning_tokens for c in counts),
     )
 
 

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from runner.contract import SampleStatus, SampleTimings
+from runner.gateway.model import ModelCall
 from runner.grading.coverage import CoverageReport
 from runner.grading.grades import Dimension, Grade
 from runner.grading.judge import JudgeVote
@@ -117,10 +118,17 @@ class TokenCount(_Model):
     """Requests (steps) and tokens, as counted by the gateway or the judge clients, never self-reported."""
 
     requests: int = 0
+    """Model requests (steps); for a judge, its calls."""
     input_tokens: int = 0
+    """Prompt tokens, cached ones included."""
     output_tokens: int = 0
+    """Completion tokens, reasoning included."""
     failed_requests: int = 0
     """Requests that failed after the client's retries, as the gateway counted them (the agent's only)."""
+    cached_tokens: int = 0
+    """Prompt tokens the provider served from its cache, where it says so (the agent's only)."""
+    reasoning_tokens: int = 0
+    """Output tokens spent reasoning, where the provider says so (the agent's only)."""
 
 
 class SampleRecord(_Model):
@@ -144,6 +152,9 @@ class SampleRecord(_Model):
     graded: bool
     agent: TokenCount | None = None
     """The agent's steps and tokens from the gateway; ``None`` when the run had no gateway (calibration)."""
+    agent_calls: list[ModelCall] = Field(default_factory=list)
+    """Every model request of the agent, in order, as the gateway booked it: the API, the model the agent asked
+    for, tokens, latency, time to first token, and how it ended (docs/gateway.md)."""
     judges: dict[str, TokenCount] = Field(default_factory=dict)
     """Each judge slot's calls and tokens for this sample (zero for the reference judge)."""
     votes: list[JudgeVote]
