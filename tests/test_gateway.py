@@ -399,7 +399,11 @@ AUTH = b"Host: g\r\nAuthorization: Bearer %s\r\n"
         (b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nX: " + b"a" * 70000 + b"\r\n\r\n", 431, b"too large"),
         (b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\n" + b"X: y\r\n" * 101 + b"\r\n", 431, b"too many"),
         (b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\nHost: g\r\n\r\n", 414, b"too long"),
-        (b"DELETE /v1/chat/completions HTTP/1.1\r\nHost: g\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", 405, b"POST /v1/messages"),
+        (
+            b"DELETE /v1/chat/completions HTTP/1.1\r\nHost: g\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+            405,
+            b"POST /v1/messages",
+        ),
     ],
 )
 def test_malformed_requests_are_refused_clearly(gateway: Gateway, data: bytes, status: int, says: bytes) -> None:
@@ -446,3 +450,68 @@ def test_internal_error_tracebacks_never_show_the_key(
     text = rendered.getvalue()
     assert "upstream.py" in text and "a bug deep in the wire" in text
     assert KEY not in text
+
+
+# What an agent may not make the provider do (runner/gateway/policy.py): (path, request body, refusal fragment).
+MESSAGES = {"max_tokens": 10, "messages": [{"role": "user", "content": "q"}]}
+OUTSIDE_THE_SANDBOX = [
+    (
+        "/v1/messages",
+        {**MESSAGES, "tools": [{"type": "web_search_20250305", "name": "web_search"}]},
+        "web_search_20250305",
+    ),
+    (
+        "/v1/messages",
+        {**MESSAGES, "tools": [{"type": "web_fetch_20250910", "name": "web_fetch"}]},
+        "web_fetch_20250910",
+    ),
+    ("/v1/messages", {**MESSAGES, "tools": [{"type": "code_execution_20250825", "name": "c"}]}, "code_execution"),
+    (
+        "/v1/messages",
+        {**MESSAGES, "mcp_servers": [{"type": "url", "url": "https://example.org/mcp", "name": "x"}]},
+        "mcp_servers",
+    ),
+    ("/v1/responses", {"input": "q", "tools": [{"type": "web_search"}]}, "'web_search'"),
+    (
+        "/v1/responses",
+        {"input": "q", "tools": [{"type": "mcp", "server_url": "https://example.org", "server_label": "x"}]},
+        "'mcp'",
+    ),
+    (
+        "/v1/responses",
+        {"input": "q", "tools": [{"type": "code_interpreter", "container": {"type": "auto"}}]},
+        "code_interpreter",
+    ),
+    ("/v1/responses", {"input": "q", "tools": [{"type": "file_search", "vector_store_ids": ["vs_1"]}]}, "file_search"),
+    ("/v1/chat/completions", {**CHAT, "web_search_options": {}}, "web_search_options"),
+    ("/v1/chat/completions", {**CHAT, "tools": [{"type": "web_search"}]}, "'web_search'"),
+]
+AGENT_RUN_TOOLS = [
+    ("/v1/messages", {**MESSAGES, "tools": [{"name": "Bash", "input_schema": {"type": "object"}}]}),
+    ("/v1/messages", {**MESSAGES, "tools": [{"type": "bash_20250124", "name": "bash"}]}),
+    ("/v1/responses", {"input": "q", "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}]}),
+    ("/v1/chat/completions", {**CHAT, "tools": [{"type": "function", "function": {"name": "f"}}]}),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "says"), OUTSIDE_THE_SANDBOX)
+def test_tools_the_provider_would_run_are_refused(
+    gateway: Gateway, http: httpx.Client, provider_env: FakeProvider, path: str, body: Any, says: str
+) -> None:
+    token = gateway.issue_token("p")
+    resp = http.post(path, json=body, headers={"authorization": f"Bearer {token}"})
+    assert resp.status_code == 400 and says in resp.text and "outside the sandbox" in resp.text
+    assert provider_env.seen == [] and gateway.usage("p").requests == 0
+
+
+@pytest.mark.parametrize(("path", "body"), AGENT_RUN_TOOLS)
+def test_tools_the_agent_runs_are_allowed(
+    provider_env: FakeProvider, monkeypatch: pytest.MonkeyPatch, path: str, body: Any
+) -> None:
+    candidate = "anthropic/claude-sonnet-4-6" if path == "/v1/messages" else "openai/gpt-4.1"
+    with Gateway(candidate, settings=SETTINGS) as gw:
+        host, port = gw.listen_tcp()
+        token = gw.issue_token("a")
+        resp = httpx.post(f"http://{host}:{port}{path}", json=body, headers={"x-api-key": token}, timeout=5)
+    assert resp.status_code == 200, resp.text
+    assert provider_env.seen[-1].body["tools"] == body["tools"]  # passed through as sent

@@ -33,6 +33,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from runner import log
+from runner.gateway import policy
 from runner.gateway.bridges import Bridge, StreamTranslator, bridge_for, native_api
 from runner.gateway.ledger import CapRefusal, Ledger
 from runner.gateway.model import Api, CallOutcome, ModelCall, ProviderErrorRecord, ProviderSpec, SampleUsage
@@ -240,6 +241,10 @@ async def _model_request(core: Upstreams, request: Request, api: Api) -> Respons
     if isinstance(checked, Response):
         return checked
     sample_id, body = checked
+    refused = policy.refusal(api, body)
+    if refused is not None:
+        _log.warning("request_refused", sample=sample_id, api=api, reason=refused)
+        return error_reply(api, 400, "invalid_request_error", refused)
     try:
         usage = core.ledger.reserve(sample_id)
     except CapRefusal as exc:
