@@ -465,7 +465,7 @@ class _Relay(Response):
 
     async def _pump(self, send: Send) -> None:
         async def emit(chunk: bytes) -> None:
-            if self.agent_gone:
+            if self.agent_gone or not chunk:
                 return
             try:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
@@ -478,7 +478,7 @@ class _Relay(Response):
             async for sse in EventSource(self.resp).aiter_sse():
                 text = endpoint.redact(sse.data)
                 if self.provider_api == "chat" and text.strip() == "[DONE]":
-                    break
+                    continue  # read on to the body's end, so the provider connection can be kept alive
                 try:
                     data = json.loads(text)
                 except ValueError:
@@ -496,8 +496,8 @@ class _Relay(Response):
                 except TranslationError as exc:
                     self.problem = f"the candidate's stream cannot be given in this API: {exc}"
                     break
-                for chunk in outgoing:
-                    await emit(chunk)
+                if outgoing:
+                    await emit(b"".join(outgoing))  # one write for everything one provider event became
         except (httpx.TransportError, SSEError) as exc:
             self.problem = f"the provider's stream broke: {type(exc).__name__}"
         if self.problem is None and self.watch.error is not None:
@@ -505,8 +505,7 @@ class _Relay(Response):
         if self.problem is None and not self.watch.finished:
             self.problem = "the provider's stream ended before its final event"
         if self.translator is not None and self.problem is None:
-            for event, data in self.translator.close():
-                await emit(encode_event(self.api, event, json.dumps(data)))
+            await emit(b"".join(encode_event(self.api, name, json.dumps(out)) for name, out in self.translator.close()))
         if self.problem is not None:
             await emit(_stream_error(self.api, self.problem, self.sequence))
         elif self.api == "chat":

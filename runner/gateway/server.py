@@ -139,7 +139,9 @@ class Gateway:
         if not loopback:
             raise GatewayError(f"the gateway listens on loopback only, not on {host!r}")
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # IPPROTO_TCP, not 0: asyncio turns Nagle off only on such sockets, and with Nagle on every small reply
+        # waits ~40 ms for the agent's delayed ACK.
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((host, port))

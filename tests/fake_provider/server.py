@@ -164,6 +164,8 @@ class FakeProvider:
 
 
 class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # socketserver's 5 resets a burst of 16 callers connecting at once
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Stay quiet when a client resets a kept-alive connection (as clients do when they close); report the rest."""
         if not isinstance(sys.exc_info()[1], ConnectionError):
