@@ -10,9 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from runner.cli import main
-from runner.tasks.catalog import mix, verify_all
+from runner.tasks.catalog import check_traps, mix, verify_all
 from runner.tasks.load import load_tasks
-from runner.tasks.model import CATEGORIES, VENDORS, Task
+from runner.tasks.model import CATEGORIES, TRAP_FAMILIES, VENDORS, Task, TrapFamily
+from runner.tasks.traps import MIN_TASKS_PER_FAMILY, tasks_per_family, trap_problems
 from runner.tasks.truth import GROUND_TRUTH_NAME, GroundTruth, load_ground_truth
 from runner.tasks.view import agent_files
 from runner.world.generate import all_tables
@@ -66,6 +67,30 @@ def test_every_witness_is_parseable_for_coverage(task_set: list[Task]) -> None:
             structures = extract_structures(sql, schema)
             assert structures and all(s.parsed for s in structures), task.id
             assert all(s.tables for s in structures), task.id
+
+
+# ------------------------------------------------------------------------------------ traps
+def test_every_trap_family_decides_at_least_five_tasks(tasks_path: Path, world_path: Path, truth: GroundTruth) -> None:
+    outcomes = check_traps(tasks_path, world_path, truth)
+    assert trap_problems(outcomes) == []
+    bitten = tasks_per_family(outcomes)
+    assert set(bitten) == set(TrapFamily.__args__)  # type: ignore[attr-defined]
+    thin = {family: tasks for family, tasks in bitten.items() if len(tasks) < MIN_TASKS_PER_FAMILY}
+    assert thin == {}
+
+
+def test_every_trap_family_is_documented() -> None:
+    assert set(TRAP_FAMILIES) == set(TrapFamily.__args__)  # type: ignore[attr-defined]
+    assert all(len(doc) > 60 for doc in TRAP_FAMILIES.values())
+
+
+def test_the_traps_the_issue_named_bite_where_it_said_they_did_not(task_set: list[Task]) -> None:
+    by_id = {t.id: set(t.trap_families) for t in task_set}
+    # Azure AD nesting in the identity-admin tasks, and the alias / Lumen login hints in the leaver tasks.
+    for task_id in ("ispm-012", "ispm-098", "ispm-124", "ispm-127"):
+        assert "nesting" in by_id[task_id], task_id
+    assert "alias" in by_id["ispm-008"]
+    assert {"lumen_login"} <= by_id["ispm-012"] & by_id["ispm-124"] & by_id["ispm-113"]
 
 
 # ------------------------------------------------------------------------------------ no leakage
@@ -145,6 +170,13 @@ def test_tasks_list_filters_and_prints_json(task_set: list[Task]) -> None:
     expected = [t.id for t in task_set if "atlas" in t.vendors and t.kind == "verdict"]
     assert [row["id"] for row in listed] == expected
     assert all("witness_sql" not in row and "prompt" not in row for row in listed)
+    assert all(
+        set(row) == {"id", "title", "kind", "category", "vendors", "hops", "difficulty", "traps"} for row in listed
+    )
+    result = CliRunner().invoke(main, ["tasks", "list", "--vendor", "azure", "--json"])
+    by_id = {row["id"]: row["traps"] for row in json.loads(result.output)}
+    assert by_id["ispm-012"] == ["nesting", "lumen_login", "revoked_grant", "pim_eligible"]
+    assert by_id["ispm-002"] == []
     result = CliRunner().invoke(main, ["tasks", "list", "--hops", "3", "--category", "offboarding"])
     expected_ids = [t.id for t in task_set if t.hops == 3 and t.category == "offboarding"]
     assert result.exit_code == 0

@@ -12,8 +12,9 @@ from click.testing import CliRunner
 
 from runner.cli import main
 from runner.errors import TaskError
-from runner.tasks.catalog import derive_all, verify_all
+from runner.tasks.catalog import check_traps, derive_all, verify_all
 from runner.tasks.load import load_tasks
+from runner.tasks.traps import trap_problems
 from runner.tasks.truth import GROUND_TRUTH_NAME, write_ground_truth
 
 ENUMERATION = {
@@ -76,6 +77,20 @@ def _with(base: dict[str, object], **changes: object) -> dict[str, object]:
     return {**base, **changes}
 
 
+# A naive variant that ignores the Okta status, so it also finds leavers whose account is deprovisioned.
+_TRAP_STATUS = {
+    "family": "suspended_vs_deprovisioned",
+    "why": "Ignoring the account status lists leavers who cannot sign in.",
+    "naive": [{"old": " AND o.status = 'ACTIVE'", "new": ""}],
+}
+# A "naive" variant that only swaps the sides of the join: same answer, so the trap decides nothing.
+_TRAP_NO_BITE = {
+    "family": "alias",
+    "why": "Swapping the sides of a join changes nothing.",
+    "naive": [{"old": "lower(o.login) = h.email", "new": "h.email = lower(o.login)"}],
+}
+
+
 BAD = [
     ("unknown vendor", [_with(ENUMERATION, vendors=["hibob", "salesforce"])], "vendors"),
     ("unknown category", [_with(ENUMERATION, category="phishing")], "category"),
@@ -83,6 +98,37 @@ BAD = [
     ("missing witness", [{k: v for k, v in ENUMERATION.items() if k != "witness_sql"}], "witness_sql"),
     ("duplicate id", [ENUMERATION, ENUMERATION], "duplicate id"),
     ("file named after another id", [ENUMERATION], "file name must be ispm-001.yaml"),
+    (
+        "unknown trap family",
+        [
+            _with(
+                ENUMERATION,
+                traps=[{"family": "typo", "why": "not a family at all", "naive": [{"old": "h", "new": ""}]}],
+            )
+        ],
+        "traps.0.family",
+    ),
+    (
+        "naive edit not in the witness",
+        [
+            _with(
+                ENUMERATION,
+                traps=[
+                    {
+                        "family": "alias",
+                        "why": "edit text is missing",
+                        "naive": [{"old": "gws_user_aliases", "new": ""}],
+                    }
+                ],
+            )
+        ],
+        "naive edit text does not occur in the witness: 'gws_user_aliases'",
+    ),
+    (
+        "one family twice",
+        [_with(ENUMERATION, traps=[_TRAP_STATUS, _TRAP_STATUS])],
+        "traps lists a family twice",
+    ),
 ]
 
 
@@ -197,3 +243,48 @@ def test_tasks_check_command_reports_rows(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["tasks", "check", str(bad / "v1" / "ispm-001.yaml")])
     assert result.exit_code == 1
     assert "task ispm-001: witness query returns no rows" in result.output
+
+
+def test_verify_passes_when_every_trap_bites(tmp_path: Path, world_path: Path) -> None:
+    root = _write(tmp_path, _with(ENUMERATION, traps=[_TRAP_STATUS]), VERDICT)
+    write_ground_truth(root / GROUND_TRUTH_NAME, derive_all(root, world_path))
+    [outcome] = check_traps(root, world_path, verify_all(root, world_path))
+    assert (outcome.task_id, outcome.family, outcome.bites, outcome.verdict_flips) == (
+        "ispm-001",
+        "suspended_vs_deprovisioned",
+        True,
+        False,
+    )
+    assert outcome.missed == 0 and outcome.extra > 0
+
+
+def test_verify_fails_on_a_trap_that_decides_nothing(tmp_path: Path, world_path: Path) -> None:
+    root = _write(tmp_path, _with(ENUMERATION, traps=[_TRAP_STATUS, _TRAP_NO_BITE]), VERDICT)
+    write_ground_truth(root / GROUND_TRUTH_NAME, derive_all(root, world_path))
+    with pytest.raises(TaskError) as caught:
+        verify_all(root, world_path)
+    assert str(caught.value) == (
+        "traps that decide nothing:\n"
+        "  - task ispm-001: trap alias does not bite: its naive variant gives the same answer as the truth"
+    )
+
+
+def test_a_naive_variant_that_flips_the_verdict_bites(tmp_path: Path, world_path: Path) -> None:
+    trap = {
+        "family": "revoked_grant",
+        "why": "Looking at the wrong block makes the answer empty.",
+        "naive": [{"old": "'0.0.0.0/0'", "new": "'192.0.2.0/24'"}],
+    }
+    root = _write(tmp_path, _with(VERDICT, traps=[trap]))
+    truth = derive_all(root, world_path)
+    [outcome] = check_traps(root, world_path, truth)
+    assert (outcome.bites, outcome.verdict_flips, outcome.extra) == (True, True, 0)
+
+
+def test_a_naive_variant_that_fails_does_not_bite(tmp_path: Path, world_path: Path) -> None:
+    trap = {"family": "nesting", "why": "This edit breaks the SQL.", "naive": [{"old": "FROM", "new": "FORM"}]}
+    root = _write(tmp_path, _with(VERDICT, traps=[trap]))
+    outcomes = check_traps(root, world_path, derive_all(root, world_path))
+    assert trap_problems(outcomes) == [
+        'task ispm-002: trap nesting does not bite: its naive variant fails: near "atlas_ip_access_list": syntax error'
+    ]

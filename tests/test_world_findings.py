@@ -47,6 +47,33 @@ EXCLUDED_FROM_MFA = """
   WHERE t.scope = 'exclude' AND (t.target_type = 'user' OR e.member_id IS NOT NULL)
 """
 
+AZURE_ROLE_DEPTH = """
+  WITH RECURSIVE below(role_group, member_id, member_type, depth) AS (
+    SELECT ra.principal_id, m.member_id, m.member_type, 1 FROM azure_role_assignments ra
+    JOIN azure_group_members m ON m.group_id = ra.principal_id WHERE ra.principal_type = 'Group'
+    UNION SELECT b.role_group, m.member_id, m.member_type, b.depth + 1 FROM below b
+    JOIN azure_group_members m ON m.group_id = b.member_id WHERE b.member_type = 'group')
+  SELECT b.*, ra.assignment_type, u.account_enabled FROM below b
+  JOIN azure_role_assignments ra ON ra.principal_id = b.role_group JOIN azure_users u ON u.id = b.member_id
+"""
+LUMEN_TWIN = """
+  SELECT o.login, o.status, o.status_changed, h.email, h.status AS hr_status, c.status AS corvid_status,
+         EXISTS (SELECT 1 FROM gws_users g WHERE g.primary_email = h.email) AS in_workspace
+  FROM okta_users o
+  JOIN hibob_people h ON h.legal_entity = 'Lumen Analytics Ltd.' AND h.first_name = o.first_name
+   AND h.surname = o.last_name AND lower(o.login) = lower(substr(h.first_name, 1, 1) || h.surname) || '@lumenanalytics.com'
+  LEFT JOIN okta_users c ON lower(c.login) = h.email
+"""
+ALIAS_IDENTITY = """
+  SELECT x.address, h.status AS hr_status, g.suspended,
+         x.address = lower(substr(h.first_name, 1, 1) || h.surname) || '@lumenanalytics.com' AS follows_pattern
+  FROM (SELECT lower(substr(member, 6)) AS address FROM gcp_iam_bindings WHERE member LIKE 'user:%'
+        UNION ALL SELECT lower(username) FROM atlas_org_users) x
+  JOIN gws_user_aliases a ON lower(a.alias) = x.address JOIN gws_users g ON g.id = a.user_id
+  JOIN hibob_people h ON h.email = g.primary_email
+  WHERE x.address LIKE '%@lumenanalytics.com'
+"""
+
 FAMILIES = [
     (
         "1 leavers active in Okta",
@@ -324,6 +351,63 @@ FAMILIES = [
         "SELECT * FROM gws_oauth_tokens WHERE anonymous = 0 AND scopes = 'openid email profile'",
         8,
         100,
+    ),
+    (
+        "13 Azure AD roles held through two or more levels of nesting",
+        f"SELECT * FROM ({AZURE_ROLE_DEPTH}) WHERE depth >= 3 AND assignment_type = 'Active' AND account_enabled = 1",
+        # Decoys: a disabled account down the same chain, and members of a group that contains a role group
+        # (reading nesting backwards would give them the role).
+        f"SELECT member_id FROM ({AZURE_ROLE_DEPTH}) WHERE depth >= 3 AND account_enabled = 0 "
+        "UNION ALL SELECT m.member_id FROM azure_group_members m WHERE m.member_type = 'user' AND m.group_id IN "
+        "(SELECT c.group_id FROM azure_group_members c JOIN azure_role_assignments ra ON ra.principal_id = c.member_id)",
+        3,
+        2,
+    ),
+    (
+        "14 PIM-eligible Global Administrator through a nested group",
+        f"SELECT * FROM ({AZURE_ROLE_DEPTH}) WHERE depth >= 2 AND assignment_type = 'Eligible'",
+        f"SELECT * FROM ({AZURE_ROLE_DEPTH}) WHERE depth >= 2 AND assignment_type = 'Active'",
+        1,
+        3,
+    ),
+    (
+        "15 leavers active in Okta only under a Lumen login, with no Workspace alias left",
+        f"SELECT * FROM ({LUMEN_TWIN}) WHERE hr_status = 'terminated' AND status = 'ACTIVE' "
+        "AND corvid_status = 'DEPROVISIONED' AND in_workspace = 0",
+        # Decoy: a current employee whose old-login twin is the deactivated one.
+        f"SELECT * FROM ({LUMEN_TWIN}) WHERE hr_status = 'active' AND status = 'DEPROVISIONED' "
+        "AND corvid_status = 'ACTIVE'",
+        2,
+        1,
+    ),
+    (
+        "16 leavers' access under an old address that a Workspace alias resolves (once off the login pattern)",
+        f"SELECT * FROM ({ALIAS_IDENTITY}) WHERE hr_status = 'terminated' AND suspended = 1 "
+        f"AND (SELECT count(*) FROM ({ALIAS_IDENTITY}) WHERE hr_status = 'terminated' AND NOT follows_pattern) >= 1",
+        # Decoy: current staff whose old address is in use (the pattern and the alias agree on them).
+        f"SELECT * FROM ({ALIAS_IDENTITY}) WHERE hr_status = 'active'",
+        2,
+        1,
+    ),
+    (
+        "18 federated Atlas sign-in after the person's only Okta account, under a Lumen login, was deactivated",
+        f"SELECT * FROM ({LUMEN_TWIN}) t JOIN atlas_org_users a ON lower(a.username) = t.email "
+        "WHERE a.federated = 1 AND t.status = 'DEPROVISIONED' AND t.corvid_status IS NULL "
+        "AND a.last_auth > t.status_changed",
+        # Decoy: federated Atlas users whose Okta account (by email) is still active.
+        "SELECT * FROM atlas_org_users a JOIN okta_users o ON lower(o.login) = lower(a.username) "
+        "WHERE a.federated = 1 AND o.status = 'ACTIVE'",
+        1,
+        5,
+    ),
+    (
+        "17 revoked Okta admin roles on accounts that can sign in",
+        "SELECT * FROM okta_admin_role_assignments r JOIN okta_users u ON u.id = r.assignee_id "
+        "WHERE r.status = 'INACTIVE' AND u.status = 'ACTIVE'",
+        "SELECT * FROM okta_admin_role_assignments r JOIN okta_users u ON u.id = r.assignee_id "
+        "WHERE r.status = 'ACTIVE' AND u.status = 'ACTIVE'",
+        2,
+        5,
     ),
 ]
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from runner.errors import TaskError
 from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
+from runner.tasks.traps import TrapOutcome, check_task_traps, trap_problems
 from runner.tasks.truth import GROUND_TRUTH_NAME, GroundTruth, compare, derive, load_ground_truth
 from runner.world.digest import open_readonly
 from runner.world.verify import verify
@@ -46,6 +47,7 @@ class TaskMix(BaseModel):
     per_vendor: dict[str, int]
     per_category: dict[str, int]
     per_difficulty: dict[str, int]
+    per_trap: dict[str, int]
 
 
 def derive_all(tasks_root: Path, world_dir: Path) -> GroundTruth:
@@ -59,17 +61,31 @@ def derive_all(tasks_root: Path, world_dir: Path) -> GroundTruth:
         conn.close()
 
 
+def check_traps(tasks_root: Path, world_dir: Path, truth: GroundTruth) -> list[TrapOutcome]:
+    """Run the naive variant of every trap of every task against the world, compared with ``truth``."""
+    check = verify(world_dir)
+    conn: sqlite3.Connection = open_readonly(check.snapshot)
+    try:
+        return [o for t in load_tasks(tasks_root) for o in check_task_traps(t, truth.tasks[t.id], conn)]
+    finally:
+        conn.close()
+
+
 def verify_all(tasks_root: Path, world_dir: Path) -> GroundTruth:
-    """Re-derive everything and compare with the published ground truth.
+    """Re-derive everything, compare with the published ground truth, and check that every trap bites.
 
     Raises:
-        TaskError: listing each task whose published truth differs from the world.
+        TaskError: listing each task whose published truth differs from the world, or else each naive
+            variant of a trap that fails or gives the true answer.
     """
     published = load_ground_truth(tasks_root / GROUND_TRUTH_NAME)
     derived = derive_all(tasks_root, world_dir)
     problems = compare(published, derived)
     if problems:
         raise TaskError("ground truth does not match the world:\n" + "\n".join(f"  - {p}" for p in problems))
+    problems = trap_problems(check_traps(tasks_root, world_dir, derived))
+    if problems:
+        raise TaskError("traps that decide nothing:\n" + "\n".join(f"  - {p}" for p in problems))
     return derived
 
 
@@ -85,4 +101,5 @@ def mix(tasks: list[Task], truth: GroundTruth) -> TaskMix:
         per_vendor=dict(sorted(Counter(v for t in tasks for v in t.vendors).items())),
         per_category=dict(sorted(Counter(t.category for t in tasks).items())),
         per_difficulty=dict(sorted(Counter(t.difficulty for t in tasks).items())),
+        per_trap=dict(sorted(Counter(f for t in tasks for f in t.trap_families).items())),
     )

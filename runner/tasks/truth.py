@@ -92,7 +92,12 @@ def run_query(
         conn.set_progress_handler(None, 0)
 
 
-def _entity_keys(task: Task, columns: list[str], rows: list[tuple[Scalar, ...]], which: str) -> set[tuple[str, ...]]:
+def entity_keys(task: Task, columns: list[str], rows: list[tuple[Scalar, ...]], which: str) -> set[tuple[str, ...]]:
+    """The identifying columns of every row, as strings (``''`` for NULL).
+
+    Raises:
+        TaskError: ``which`` query lacks one of the task's entity columns.
+    """
     index = {c: i for i, c in enumerate(columns)}
     missing = [e.column for e in task.entity_columns if e.column not in index]
     if missing:
@@ -100,6 +105,13 @@ def _entity_keys(task: Task, columns: list[str], rows: list[tuple[Scalar, ...]],
     return {
         tuple("" if r[index[e.column]] is None else str(r[index[e.column]]) for e in task.entity_columns) for r in rows
     }
+
+
+def verdict_of(task: Task, has_rows: bool) -> Literal["yes", "no"] | None:
+    """The verdict a witness gives by returning rows or none; ``None`` for enumeration tasks."""
+    if task.kind != "verdict":
+        return None
+    return "yes" if has_rows == (task.yes_when == "rows") else "no"
 
 
 def derive_task(task: Task, conn: sqlite3.Connection) -> TaskTruth:
@@ -119,8 +131,8 @@ def derive_task(task: Task, conn: sqlite3.Connection) -> TaskTruth:
         dual_columns, dual_rows = run_query(conn, task.dual_sql)
     except sqlite3.Error as exc:
         raise TaskError(f"dual witness query fails: {exc}", task_id=task.id) from exc
-    witness_keys = _entity_keys(task, columns, rows, "witness")
-    dual_keys = _entity_keys(task, dual_columns, dual_rows, "dual witness")
+    witness_keys = entity_keys(task, columns, rows, "witness")
+    dual_keys = entity_keys(task, dual_columns, dual_rows, "dual witness")
     if witness_keys != dual_keys:
         only_w = sorted(witness_keys - dual_keys)[:3]
         only_d = sorted(dual_keys - witness_keys)[:3]
@@ -140,10 +152,7 @@ def derive_task(task: Task, conn: sqlite3.Connection) -> TaskTruth:
         for e in task.entity_columns
         if r[index[e.column]] is not None
     }
-    verdict: Literal["yes", "no"] | None = None
-    if task.kind == "verdict":
-        has_rows = bool(rows)
-        verdict = "yes" if has_rows == (task.yes_when == "rows") else "no"
+    verdict = verdict_of(task, bool(rows))
     facts = sorted(([v for v in r] for r in rows), key=lambda r: _canonical(r))
     return TaskTruth(
         task_id=task.id,

@@ -16,6 +16,7 @@ IDENTITY_NOTES = {
     f"`{DOMAIN}`. A person's status and dates here decide whether they still work for the company.",
     "okta": "Okta logins are usually the work email, but accounts created before the acquisition may still "
     f"use the `{OLD_DOMAIN}` address, and some logins keep the capitalisation they were typed with. "
+    "A person can hold more than one Okta account, each with its own status. "
     "Okta ids are reused by downstream apps as their external id.",
     "azure": f"Member UPNs are `<first initial><surname>@{DOMAIN}` (with a digit when taken); `mail` holds the "
     f"`first.last@{DOMAIN}` address. Guests carry their home address inside the UPN. Cloud-only "
@@ -26,7 +27,8 @@ IDENTITY_NOTES = {
     "gcp": "IAM members are prefixed strings. `user:` and `group:` addresses are Google identities; the "
     "company's are Workspace users and groups (including their aliases).",
     "gws": f"The Workspace account owns `{DOMAIN}` (primary) and `{OLD_DOMAIN}` (secondary, from the "
-    "acquisition). Addresses on any other domain are outside the organization.",
+    "acquisition). Addresses on any other domain are outside the organization. A user's aliases go with "
+    "the user: once a Workspace user is deleted, its aliases no longer resolve anything.",
     "github": "Logins are chosen by their owners and do not follow names. A member is tied to a person only "
     "through `github_saml_identities.name_id`, the Okta login used at SSO.",
     "atlas": "Atlas `username` is the email the user signs in with, on either company domain. Database users "
@@ -55,6 +57,12 @@ def render() -> dict[str, str]:
         "",
         f"The company is Corvid Systems (`{DOMAIN}`). It acquired Lumen Analytics (`{OLD_DOMAIN}`) on "
         f"{ACQUISITION_DATE.isoformat()}; some Lumen staff still appear under their old addresses.",
+        "",
+        f"**Lumen logins.** A Lumen address is the person's first initial and surname, lower case, at "
+        f"`{OLD_DOMAIN}` (for Jane Doe, `jdoe@{OLD_DOMAIN}`), with a digit appended when that address was "
+        "already taken. Workspace keeps the old address as an alias of the person's corvid.io user while that "
+        "user exists; where it no longer does, the pattern, together with the name and the HR record of a "
+        "Lumen Analytics employee, is the only link from a Lumen login to the person.",
         "",
         "Each vendor's tables share a prefix. No key crosses vendors: to follow a person from one system to "
         "another, match on emails, aliases, logins, names or the provisioning links each page describes.",

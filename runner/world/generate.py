@@ -4,9 +4,10 @@ vendors published on the shared ``Org``."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import ModuleType
 
+from runner.world import traps
 from runner.world.org import Org, Row, Rows
 from runner.world.schema import Table
 from runner.world.vendors import atlas, aws, azure, gcp, github, gws, hibob, okta
@@ -45,16 +46,24 @@ def generate(seed: int = SEED) -> dict[str, list[Row]]:
     """All rows of all tables, keyed by table name, after checking them against the specs."""
     org = Org(rng=random.Random(seed))
     rows: dict[str, list[Row]] = {}
+    specs = {t.name: t for t in all_tables()}
     for vendor in ORDER:
         produce: Callable[[Org], Rows] = vendor.generate
         produced = produce(org)
-        specs = {t.name: t for t in vendor.TABLES}
-        if set(produced) != set(specs):
-            raise RuntimeError(f"{vendor.__name__}: produced {sorted(produced)} but declares {sorted(specs)}")
+        declared = {t.name for t in vendor.TABLES}
+        if set(produced) != declared:
+            raise RuntimeError(f"{vendor.__name__}: produced {sorted(produced)} but declares {sorted(declared)}")
         for name, table_rows in produced.items():
-            width = len(specs[name].columns)
-            for row in table_rows:
-                if len(row) != width:
-                    raise RuntimeError(f"{name}: row has {len(row)} values, table has {width} columns: {row!r}")
-            rows[name] = [tuple(r) for r in table_rows]
+            rows[name] = _checked(specs[name], table_rows)
+    # The trap plantings come last, from their own generator, so the vendors' rows stay as they were.
+    for name, table_rows in traps.plant(org, rows, seed).items():
+        rows[name] = rows[name] + _checked(specs[name], table_rows)
     return rows
+
+
+def _checked(spec: Table, table_rows: Sequence[Row]) -> list[Row]:
+    width = len(spec.columns)
+    for row in table_rows:
+        if len(row) != width:
+            raise RuntimeError(f"{spec.name}: row has {len(row)} values, table has {width} columns: {row!r}")
+    return [tuple(r) for r in table_rows]

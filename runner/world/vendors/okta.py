@@ -155,7 +155,11 @@ TABLES = (
                 "`okta_users.id` or `okta_groups.id`, depending on `assignee_type`.",
                 required=True,
             ),
-            col("status", "`ACTIVE` or `INACTIVE`.", required=True),
+            col(
+                "status",
+                "`ACTIVE`, or `INACTIVE` for an assignment that was revoked (it grants nothing).",
+                required=True,
+            ),
             col("created", "When the role was granted (UTC)."),
         ),
         primary_key=("id",),
