@@ -1,4 +1,4 @@
-"""Benchmark: structural coverage per query, and deterministic grading of a full run's samples.
+"""Benchmark: structural coverage per query, deterministic grading of a full run's samples, and hostile SQL.
 
 1. **Coverage.** Every witness query plus 1,000 generated variants (tables re-aliased, equality
    sides and AND-conjuncts reordered, predicates added, the query wrapped in a derived table),
@@ -8,7 +8,14 @@
    verdict, entities, replay, coverage and the reference judge, through ``grade_sample``. Run
    twice: as a real run's epochs repeat (identical SQL, so replay and coverage caches hit), and
    with every epoch's SQL made distinct (a trailing comment), so nothing is served from a cache.
-   Baseline: executing each sample's SQL in SQLite alone. Target: < 10 s.
+   Baselines: executing each sample's SQL in SQLite alone; and the same grading with the agent's
+   SQL analysed in-process, without the bounds of ``runner.grading.bounded_coverage`` (as before
+   they existed), in lockstep with the bounded grading. Targets: < 10 s; the bounded median per
+   sample within 10 % of the unbounded one.
+3. **Hostile SQL.** The worst case: one sample whose query log holds a 20,000-term ``OR`` chain
+   (minutes of analysis, unbounded) and 40 texts of nine near-limit chains each (seconds each),
+   graded with the default limits. Targets: at most 1 s per query, at most 10 s per sample (the
+   limits sit a little under them, leaving time to stop a worker and finish grading).
 
 Run: .venv/bin/python bench/grading.py
 """
@@ -18,13 +25,15 @@ from __future__ import annotations
 import random
 import statistics
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 
 import sqlglot
 from sqlglot import exp
 
 from runner.contract import QueryLogEntry, SampleOutput
-from runner.grading.coverage import SqlSchema, coverage, extract_structures
+from runner.grading.bounded_coverage import CoverageLimits, StructureAnalyser
+from runner.grading.coverage import QueryStructure, SqlSchema, coverage, extract_structures
 from runner.grading.grade import GradingContext, grade_sample, snapshot_schema
 from runner.grading.reference_judge import ReferenceJudge, gold_answer
 from runner.grading.replay import result_digest
@@ -37,6 +46,10 @@ from runner.world.digest import open_readonly
 
 VARIANTS = 1000
 EPOCHS = 5
+ROUNDS = 2
+HOSTILE_TERMS = 20_000
+NEAR_LIMIT_TEXTS = 40
+QUERY_TARGET_S, SAMPLE_TARGET_S = 1.0, 10.0
 TOOL_MAX_ROWS = 1000  # ispm-sql's default row budget, for realistic log lines
 SNAPSHOT = world_dir() / SNAPSHOT_NAME
 
@@ -136,20 +149,62 @@ def samples_for(tasks: list[Task], truth: GroundTruth, distinct: bool) -> list[S
     return out
 
 
-def grade_all(tasks: list[Task], truth: GroundTruth, samples: list[SampleOutput]) -> tuple[float, int]:
-    """Seconds to grade ``samples`` with a fresh context (cold caches), and the count of non-correct votes."""
+class InProcessAnalyser(StructureAnalyser):
+    """The unbounded baseline: the agent's SQL analysed in this process, as the witness is."""
+
+    def agent(self, texts: Sequence[str]) -> list[QueryStructure]:
+        return [s for text in texts for s in self.witness(text)]
+
+
+def grade_all(
+    tasks: list[Task], truth: GroundTruth, samples: list[SampleOutput]
+) -> tuple[dict[bool, float], dict[bool, list[float]], int]:
+    """Grade ``samples`` bounded (True) and unbounded (False), each with a fresh context (cold caches).
+
+    Returns the seconds of each (its context's start included), each sample's milliseconds, and the
+    count of non-correct votes. The two go in lockstep, each sample graded both ways in turn with the
+    first alternating, so that both meet the same machine load.
+    """
     by_id = {t.id: t for t in tasks}
     judge = ReferenceJudge()
-    start = time.perf_counter()
-    with GradingContext(SNAPSHOT) as context:
-        grades = [
-            grade_sample(by_id[s.task_id], truth.tasks[s.task_id], s, [judge], s.epoch, context=context)
-            for s in samples
-        ]
-    seconds = time.perf_counter() - start
+    seconds: dict[bool, float] = {}
+    per_sample: dict[bool, list[float]] = {True: [], False: []}
+    contexts: dict[bool, GradingContext] = {}
+    for bounded in (True, False):
+        start = time.perf_counter()
+        contexts[bounded] = GradingContext(SNAPSHOT)
+        if not bounded:
+            contexts[bounded].analyser = InProcessAnalyser(contexts[bounded].schema, CoverageLimits())
+        seconds[bounded] = time.perf_counter() - start
+    grades = []
+    for number, s in enumerate(samples):
+        for bounded in (True, False) if number % 2 else (False, True):
+            began = time.perf_counter()
+            graded = grade_sample(
+                by_id[s.task_id], truth.tasks[s.task_id], s, [judge], s.epoch, context=contexts[bounded]
+            )
+            took = time.perf_counter() - began
+            seconds[bounded] += took
+            per_sample[bounded].append(took * 1000)
+            grades.append(graded)
+    for context in contexts.values():
+        context.close()
     wrong = sum(v.grade not in ("correct", "abstain") for g in grades for v in g.votes)
     wrong += sum(g.replay is None or g.replay.log_mismatches for g in grades)
-    return seconds, wrong
+    return seconds, per_sample, wrong
+
+
+def hostile_sample(task: Task, truth: GroundTruth) -> SampleOutput:
+    """A gold answer whose query log also holds a 20,000-term OR chain and many near-limit texts."""
+    chain = "SELECT login FROM okta_users WHERE " + " OR ".join(f"id = 'u{i}'" for i in range(HOSTILE_TERMS))
+    # Nine statements of 1,240 terms: each under the size limits (4,964 tokens, 90,000 characters in
+    # all), each a few tenths of a second to analyse, so the text as a whole meets the time limit.
+    near = ";\n".join("SELECT login FROM okta_users WHERE " + " OR ".join(["id=1"] * 1240) for _ in range(9))
+    texts = [chain] + [f"{near} -- {i}" for i in range(NEAR_LIMIT_TEXTS)]
+    log = [QueryLogEntry(ts="2026-01-01T00:00:00Z", sql=t, error="rejected") for t in texts]
+    return SampleOutput(
+        task_id=task.id, epoch=1, status="ok", answer=gold_answer(task, truth.tasks[task.id]), queries=log
+    )
 
 
 def main() -> None:
@@ -183,7 +238,15 @@ def main() -> None:
 
     for label, distinct in (("epochs repeat (caches hit)", False), ("every SQL text distinct", True)):
         samples = samples_for(tasks, truth, distinct)
-        seconds, wrong = grade_all(tasks, truth, samples)
+        runs: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
+        wrong = 0
+        for _ in range(ROUNDS):
+            totals, per_sample, problems = grade_all(tasks, truth, samples)
+            for bounded in (True, False):
+                runs[bounded].append((totals[bounded], statistics.median(per_sample[bounded])))
+            wrong += problems
+        seconds = statistics.median(r[0] for r in runs[True])
+        med, base_med = (statistics.median(r[1] for r in runs[b]) for b in (True, False))
         start = time.perf_counter()
         conn = open_readonly(SNAPSHOT)
         for s in samples:
@@ -196,6 +259,39 @@ def main() -> None:
             f"ratio {seconds / sqlite_s:4.1f}x   target < 10 s: {'ok' if seconds < 10 else 'MISSED'}"
             + (f"   UNEXPECTED: {wrong} gold problems" if wrong else "")
         )
+        print(
+            f"  median per sample {med:6.3f} ms   baseline (coverage in-process, unbounded) {base_med:6.3f} ms   "
+            f"ratio {med / base_med:5.3f}   target within 10 %: {'ok' if med <= 1.1 * base_med else 'MISSED'}"
+        )
+
+    limits = CoverageLimits()
+    task = tasks[0]
+    sample = hostile_sample(task, truth)
+    with GradingContext(SNAPSHOT) as context:
+        context.coverage(task.witness_sql, ["SELECT 'warm up'"])  # the worker is up, as after earlier samples
+        start = time.perf_counter()
+        graded = grade_sample(task, truth.tasks[task.id], sample, [ReferenceJudge()], 1, context=context)
+        seconds = time.perf_counter() - start
+        # Each kind of text alone, with a fresh budget and a worker already up: the slowest single query.
+        per_query = []
+        for number, text in enumerate(q.sql for q in sample.queries[:2]):
+            context.coverage(task.witness_sql, [f"SELECT {number}"])  # a worker up after the last one was killed
+            began = time.perf_counter()
+            context.coverage(task.witness_sql, [text + " -- alone"])
+            per_query.append(time.perf_counter() - began)
+    report = graded.coverage
+    reasons = Counter(report.unparsed_reasons if report else [])
+    print(f"hostile sample: a {HOSTILE_TERMS:,}-term OR chain and {NEAR_LIMIT_TEXTS} texts of near-limit chains")
+    print(
+        f"  graded in {seconds:5.2f} s (limit {limits.per_sample_s:g} s, target <= {SAMPLE_TARGET_S:g} s: "
+        f"{'ok' if seconds <= SAMPLE_TARGET_S else 'MISSED'})   "
+        f"slowest single query {max(per_query):5.2f} s "
+        f"(limit {limits.per_query_s:g} s, target <= {QUERY_TARGET_S:g} s: "
+        f"{'ok' if max(per_query) <= QUERY_TARGET_S else 'MISSED'})   "
+        f"table recall {report.table_recall if report else None}"
+    )
+    for reason, count in sorted(reasons.items()):
+        print(f"  {count:3d} x unparsed: {reason}")
 
 
 if __name__ == "__main__":

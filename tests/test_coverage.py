@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from runner.errors import GradingError
 from runner.grading.coverage import (
+    MAX_STATEMENT_TOKENS,
+    MAX_TEXT_CHARS,
     CoverageError,
     CoverageReport,
     JoinEdge,
@@ -21,6 +23,9 @@ from runner.grading.coverage import (
     coverage_from_files,
     extract_structures,
 )
+from runner.paths import tasks_dir
+from runner.tasks.load import load_tasks
+from runner.world.generate import all_tables
 
 FIXTURES = Path(__file__).parent / "fixtures" / "coverage"
 SCHEMA: dict[str, list[str]] = json.loads((FIXTURES / "schema.json").read_text())
@@ -98,6 +103,7 @@ def test_json_output_has_exactly_the_issue_fields_and_nested_join_lists() -> Non
         "join_recall",
         "extra_tables",
         "unparsed",
+        "unparsed_reasons",
     }
     edge = [["okta_group_memberships", "user_id"], ["okta_users", "id"]]
     assert data["witness_joins"] == [edge]
@@ -122,6 +128,51 @@ def test_statements_keep_their_original_text() -> None:
     assert [s.sql for s in structures] == ["select  Login from OKTA_USERS -- why", "SELEC oops", "select 1"]
     assert [s.parsed for s in structures] == [True, False, True]
     assert structures[1].error
+
+
+def test_statements_end_where_sqlite_ends_them() -> None:
+    text = 'SELECT "a;b" FROM okta_users; SELECT [x;y] FROM okta_groups /* ; */ ; -- ;\nSELECT 1;'
+    structures = extract_structures(text)
+    assert [s.sql for s in structures] == [
+        'SELECT "a;b" FROM okta_users',
+        "SELECT [x;y] FROM okta_groups /* ; */",
+        "-- ;\nSELECT 1",
+    ]
+
+
+def test_a_statement_over_the_token_limit_is_unparsed_unanalysed() -> None:
+    def chain(terms: int) -> str:
+        return "SELECT login FROM okta_users WHERE " + " OR ".join(["id = 1"] * terms)
+
+    # 5 tokens before the chain, 3 per term and 1 per OR: 4n + 4.
+    n = (MAX_STATEMENT_TOKENS - 4) // 4
+    [fits] = extract_structures(chain(n), SCHEMA)
+    assert (fits.parsed, fits.tables) == (True, ["okta_users"])
+    report = coverage("SELECT login FROM okta_users", [chain(n + 1), "SELECT 1 FROM okta_groups"], SCHEMA)
+    assert report.agent_tables == ["okta_groups"]
+    assert report.unparsed_reasons == [f"too large to analyse: {4 * n + 8} tokens (limit {MAX_STATEMENT_TOKENS})"]
+
+
+def test_a_text_over_the_character_limit_or_with_a_nul_is_one_unparsed_statement() -> None:
+    long = "SELECT login FROM okta_users; " + "-" * MAX_TEXT_CHARS
+    report = coverage(
+        "SELECT login FROM okta_users", [long, "SELECT login FROM okta_users WHERE id = '\x00'; SELECT 1"]
+    )
+    assert (report.agent_tables, report.unparsed) == ([], 2)
+    assert report.unparsed_reasons == [
+        f"too large to analyse: {len(long)} characters (limit {MAX_TEXT_CHARS})",
+        "the text holds a NUL character, which SQLite rejects",
+    ]
+
+
+def test_every_witness_and_dual_covers_itself_fully() -> None:
+    schema = SqlSchema({t.name: t.column_names for t in all_tables()})
+    for task in load_tasks(tasks_dir()):
+        for sql in (task.witness_sql, task.dual_sql):
+            report = coverage(sql, sql, schema)
+            assert report.table_recall == 1.0, task.id
+            assert report.join_recall in (1.0, None), task.id
+            assert (report.unparsed, report.extra_tables) == (0, []), task.id
 
 
 def test_agent_sql_may_be_a_list_of_logged_queries() -> None:

@@ -110,4 +110,5 @@ def test_coverage_command_prints_the_documented_json(tmp_path: Path) -> None:
         "join_recall": 0.0,
         "extra_tables": [],
         "unparsed": 1,
+        "unparsed_reasons": ["sqlglot does not understand this statement"],
     }

@@ -4,10 +4,11 @@ Everything here is deterministic and does no I/O except ``coverage_from_files``.
 parsing (SQLite dialect) and the name resolution (``optimizer.qualify`` and ``optimizer.scope``);
 this module only decides what counts.
 
-**Tables.** The physical tables a statement reads, resolved through aliases, CTEs, derived tables
-and subqueries. A CTE name is not a table; the tables inside its body are. Table-valued functions
-(``json_each``) and SQLite's own catalog (``sqlite_master``, ``sqlite_schema``, ...) are not world
-tables and are left out.
+**Tables.** The world tables a statement reads, resolved through aliases, CTEs, derived tables
+and subqueries. A CTE name is not a table; the tables inside its body are. With a schema, only its
+tables count: a misspelled ``okta_user`` reads nothing. Table-valued functions (``json_each``) and
+SQLite's own catalog (``sqlite_master``, ``sqlite_schema``, ...) are not world tables either.
+Without a schema every other name counts, because nothing says which exist.
 
 **Join edges.** An unordered pair of physical columns, ``((table, column), (table, column))``:
 
@@ -15,7 +16,11 @@ tables and are left out.
   ``NOT`` and parentheses, whose sides read columns of two *different* sources. Two aliases of
   one table are different sources, so a self-join counts; ``a.x = a.y`` does not. A side may wrap
   its column in functions, because cross-vendor correlation in this world is made of exactly
-  that (``lower(u.login) = h.email``); a side that reads several columns yields one edge per pair;
+  that (``lower(u.login) = h.email``); a side that reads several columns yields one edge per pair,
+  except that row values ``(a, b) = (c, d)`` pair up by position (``a = c``, ``b = d``);
+- joins at any depth of the ``FROM`` clause, parenthesised ones (``FROM (a JOIN b ON ...)``)
+  included, and the joins in the recursive step of a recursive CTE, where the CTE's reference to
+  itself resolves to the CTE (sqlglot gives that reference an empty scope of its own);
 - ``USING`` and ``NATURAL``: sqlglot rewrites them into ``ON`` equalities. ``NATURAL`` needs the
   schema to know the shared columns; without one, it only yields edges between CTEs or derived
   tables, whose columns are known from their select lists;
@@ -28,6 +33,14 @@ of its own: its correlation predicate already yields the edge. ``NOT IN`` and ``
 the same way, because an anti-join investigates the same relationship. Comparisons other than
 equality (``LIKE``, ``<``, ``IS``) are not join edges.
 
+**Pass-through self-edges (our decision).** An edge from a column to itself, such as
+``hibob_people.id = hibob_people.id``, counts only when both sides reach the table by the same
+route: two aliases of the table itself (a genuine self-join, ``a.email = b.email AND a.id <> b.id``)
+or two references to one CTE. When one side comes through a CTE that passed the key
+through and the other joins back to the table (or to another CTE that passed the same key), the
+edge only re-fetches the row it started from, relates no two things, and is dropped. With a
+schema, an edge counts only between columns the world has.
+
 A column of a CTE or derived table resolves to the physical columns its select-list entry reads
 (through functions, and through every branch of a ``UNION``). Unqualified columns are attributed
 by ``qualify`` using the schema when one is given. When ``qualify`` cannot finish (no schema and an
@@ -35,10 +48,18 @@ unqualified column in a subquery, or a column the schema does not know), the sta
 to sqlglot's table qualification plus a cautious attribution of our own: an unqualified column
 goes to the innermost scope's only candidate source, and is dropped when that is ambiguous.
 
+**Statements.** A text is split where SQLite would end a statement: at a ``;`` after which the text
+so far is complete for ``sqlite3.complete_statement``, never at a ``;`` inside a string, a quoted
+name, a comment or a trigger body. An unterminated string therefore swallows the rest of the text
+into one statement, as SQLite reads it.
+
 **Unparsed.** A statement that sqlglot cannot parse, or only parses as an opaque ``Command``, is
-"unknown": it counts in ``unparsed`` and contributes nothing. It never raises. Statements are
-split at the tokenizer's semicolons; if the text cannot even be tokenized (an unterminated
-string), it is split naively at every ``;`` and each piece is parsed on its own.
+"unknown": it counts in ``unparsed``, with its reason, and contributes nothing. It never raises.
+So is a statement over the size limit (``MAX_STATEMENT_TOKENS`` tokens), and a whole text over
+``MAX_TEXT_CHARS`` characters or holding a NUL character (which SQLite rejects), without being
+analysed: sqlglot's name resolution grows quadratically with the size of a condition. The time
+limit is the grader's (``runner.grading.bounded_coverage``), since only another process can stop
+an analysis that has started.
 
 **Recall.** ``table_recall`` and ``join_recall`` are the fractions of the witness's tables and
 edges that the agent's statements touched, taken together. ``join_recall`` is ``None`` when the
@@ -51,9 +72,10 @@ unknown denominator would be a guess.
 from __future__ import annotations
 
 import functools
+import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from sqlglot import exp
@@ -62,7 +84,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import MappingSchema
-from sqlglot.tokenizer_core import Token, TokenType
+from sqlglot.tokenizer_core import Token
 
 from runner.errors import GradingError
 
@@ -71,6 +93,11 @@ ColumnRef = tuple[str, str]
 
 JoinEdge = tuple[ColumnRef, ColumnRef]
 """An unordered pair of physical columns, stored with the smaller one first."""
+
+MAX_TEXT_CHARS = 100_000
+"""A text longer than this is one unparsed statement, unanalysed (the longest witness has 5,400)."""
+MAX_STATEMENT_TOKENS = 5_000
+"""A statement of more tokens is unparsed, unanalysed (the largest witness has 1,100; 1,000 pasted ids take 2,000)."""
 
 _DIALECT = Dialect.get_or_raise("sqlite")
 # Internal errors sqlglot may raise on hostile input besides its own: deep nesting recurses.
@@ -142,7 +169,9 @@ class CoverageReport(BaseModel):
     extra_tables: list[str]
     """Tables the agent touched that the witness does not, sorted."""
     unparsed: int
-    """How many of the agent's statements sqlglot could not parse."""
+    """How many of the agent's statements sqlglot could not parse, or were over a size or time limit."""
+    unparsed_reasons: list[str] = []
+    """Why each unparsed agent statement is unknown, in the agent's order (one entry per ``unparsed``)."""
 
 
 def extract_structures(sql: str, schema: SchemaLike = None) -> list[QueryStructure]:
@@ -152,7 +181,7 @@ def extract_structures(sql: str, schema: SchemaLike = None) -> list[QueryStructu
     an unparseable statement comes back with ``parsed=False``.
     """
     prepared = _prepare(schema)
-    return [_structure(text, tokens, prepared) for text, tokens in _split(sql)]
+    return [_structure(text, tokens, unknown, prepared) for text, tokens, unknown in _split(sql)]
 
 
 def coverage(witness_sql: str, agent_sql: str | Iterable[str], schema: SchemaLike = None) -> CoverageReport:
@@ -195,6 +224,7 @@ def compare_structures(witness: Sequence[QueryStructure], agent: Sequence[QueryS
         join_recall=len(w_joins & a_joins) / len(w_joins) if w_joins else None,
         extra_tables=sorted(a_tables - w_tables),
         unparsed=sum(not s.parsed for s in agent),
+        unparsed_reasons=[s.error or "unknown" for s in agent if not s.parsed],
     )
 
 
@@ -228,44 +258,62 @@ def _cached_schema(frozen: tuple[tuple[str, tuple[str, ...]], ...]) -> SqlSchema
     return SqlSchema(dict(frozen))
 
 
-def _split(sql: str) -> Iterator[tuple[str, list[Token] | None]]:
-    """Yield (original text, tokens) per statement that has tokens; tokens are None after a fault."""
-    try:
-        tokens = _DIALECT.tokenize(sql)
-    except _SQLGLOT_FAULTS:
-        # The tokenizer stops at the first fault, e.g. an unterminated string. Split naively so
-        # the healthy statements around the broken one still count.
-        for piece in sql.split(";"):
-            if piece.strip():
-                yield piece.strip(), None
+def _split(sql: str) -> Iterator[tuple[str, list[Token] | None, str | None]]:
+    """Yield (original text, tokens, why it is unknown) per statement that is more than comments.
+
+    Tokens are None exactly when the statement is unknown before parsing.
+    """
+    if len(sql) > MAX_TEXT_CHARS:
+        if sql.strip():
+            yield sql.strip(), None, f"too large to analyse: {len(sql)} characters (limit {MAX_TEXT_CHARS})"
         return
-    # A statement's text is everything between two semicolons, comments included: the agent's
+    if "\x00" in sql:
+        yield sql.strip(), None, "the text holds a NUL character, which SQLite rejects"
+        return
+    # A statement's text is everything up to its semicolon, comments included: the agent's
     # original text, never sqlglot's regeneration of it.
     start = 0
-    chunk: list[Token] = []
-    for token in [*tokens, None]:
-        if token is not None and token.token_type != TokenType.SEMICOLON:
-            chunk.append(token)
-            continue
-        end = len(sql) if token is None else token.start
-        if chunk:
-            yield sql[start:end].strip(), chunk
-        start, chunk = end + 1, []
+    end = sql.find(";")
+    while end != -1:
+        if sqlite3.complete_statement(sql[start : end + 1]):
+            yield from _statement(sql[start:end])
+            start = end + 1
+        end = sql.find(";", end + 1)
+    yield from _statement(sql[start:])
 
 
-def _structure(text: str, tokens: list[Token] | None, schema: SqlSchema | None) -> QueryStructure:
-    def parse() -> exp.Expr | None:
+def _statement(text: str) -> Iterator[tuple[str, list[Token] | None, str | None]]:
+    try:
+        tokens = _DIALECT.tokenize(text)
+    except _SQLGLOT_FAULTS as e:
+        yield text.strip(), None, f"cannot tokenize: {_first_line(e)}"
+        return
+    if len(tokens) > MAX_STATEMENT_TOKENS:
+        yield text.strip(), None, f"too large to analyse: {len(tokens)} tokens (limit {MAX_STATEMENT_TOKENS})"
+    elif tokens:
+        yield text.strip(), tokens, None
+
+
+def _structure(text: str, tokens: list[Token] | None, unknown: str | None, schema: SqlSchema | None) -> QueryStructure:
+    if tokens is None:
+        return QueryStructure(sql=text, parsed=False, error=unknown)
+
+    def parse() -> list[exp.Expr]:
         # Parsing the tokens we already have saves a second tokenizer pass. The parser only uses
         # its sql argument to quote context in error messages, which we cut to the first line.
-        trees = _DIALECT.parser().parse(tokens, text) if tokens is not None else _DIALECT.parse(text)
-        return trees[0] if trees else None
+        return [t for t in _DIALECT.parser().parse(tokens, text) if t is not None]
 
     try:
-        tree = parse()
+        trees = parse()
     except _SQLGLOT_FAULTS as e:
         return QueryStructure(sql=text, parsed=False, error=_first_line(e))
-    if tree is None:
+    if not trees:
         return QueryStructure(sql=text, parsed=True)
+    if len(trees) > 1:
+        # SQLite reads one statement here (the split is its own), sqlglot several: a disagreement
+        # about quoting that we cannot settle, so no credit rather than a guess.
+        return QueryStructure(sql=text, parsed=False, error="sqlglot reads several statements where SQLite reads one")
+    tree = trees[0]
     if not isinstance(tree, _STATEMENTS):
         # A Command is sqlglot's opaque fallback, and a bare expression ("selec x") is no statement.
         return QueryStructure(sql=text, parsed=False, error="sqlglot does not understand this statement")
@@ -274,7 +322,7 @@ def _structure(text: str, tokens: list[Token] | None, schema: SqlSchema | None) 
     except _SQLGLOT_FAULTS:
         # qualify edits in place, so start again from a fresh tree and qualify tables only.
         try:
-            tree = qualify(cast(exp.Expr, parse()), qualify_columns=False, **_QUALIFY)
+            tree = qualify(parse()[0], qualify_columns=False, **_QUALIFY)
         except _SQLGLOT_FAULTS as e:
             return QueryStructure(sql=text, parsed=True, error=f"cannot qualify: {_first_line(e)}")
     try:
@@ -291,17 +339,13 @@ def _first_line(error: BaseException) -> str:
 # ---------------------------------------------------------------- tables and joins
 
 _SourceKey = tuple[int, str]  # (id of the scope that selects the source, its alias)
-_Resolved = list[tuple[ColumnRef, _SourceKey]]
+_DIRECT = 0  # the route of a column read straight from a table; a CTE's or derived table's is its scope's id
+_Resolved = list[tuple[ColumnRef, _SourceKey, int]]  # (physical column, source, route)
 _Seen = set[tuple[int, str]]  # (id of a CTE or derived-table scope, column) already followed
 
 
 def _edge(a: ColumnRef, b: ColumnRef) -> JoinEdge:
     return (a, b) if a <= b else (b, a)
-
-
-def _is_world_table(source: exp.Table) -> bool:
-    # A table-valued function has a function, not an identifier, as its ``this``.
-    return isinstance(source.this, exp.Identifier) and not source.name.lower().startswith("sqlite_")
 
 
 def _predicates(condition: exp.Expr) -> Iterator[exp.Expr]:
@@ -322,6 +366,25 @@ def _direct_columns(node: exp.Expr) -> Iterator[exp.Column]:
     for child in node.walk(prune=lambda n: isinstance(n, (exp.Subquery, exp.Query)) and n is not node):
         if isinstance(child, exp.Column) and not isinstance(child.this, exp.Star):
             yield child
+
+
+def _joins(select: exp.Select) -> Iterator[exp.Join]:
+    """The joins of a SELECT's own FROM clause in written order, those inside parentheses included."""
+
+    def of(source: exp.Expr) -> Iterator[exp.Join]:
+        # ``(a JOIN b ON ...)`` parses as a Subquery around a Table that carries the inner joins.
+        if isinstance(source, exp.Subquery) and not isinstance(source.this, exp.Query):
+            yield from of(source.this)
+        for join in source.args.get("joins") or []:
+            yield from of(join.this)
+            yield join
+
+    from_ = select.args.get("from_")
+    if from_ is not None:
+        yield from of(from_.this)
+    for join in select.args.get("joins") or []:
+        yield from of(join.this)
+        yield join
 
 
 def _output_names(scope: Scope) -> list[str] | None:
@@ -346,6 +409,7 @@ class _Extractor:
 
     def __init__(self, root: exp.Expr, schema: SqlSchema | None) -> None:
         self.scopes = traverse_scope(root)
+        self.known = {id(s) for s in self.scopes}
         self.by_query = {id(s.expression): s for s in self.scopes}
         self.schema = schema
         self.joins: set[JoinEdge] = set()
@@ -354,28 +418,35 @@ class _Extractor:
         tables: set[str] = set()
         for scope in self.scopes:
             for _node, source in scope.selected_sources.values():
-                if isinstance(source, exp.Table) and _is_world_table(source):
+                if isinstance(source, exp.Table) and self._is_world_table(source):
                     tables.add(source.name.lower())
             if isinstance(scope.expression, exp.Select):
                 self._scope_joins(scope, scope.expression)
         return tables, self.joins
 
+    def _is_world_table(self, source: exp.Table) -> bool:
+        # A table-valued function has a function, not an identifier, as its ``this``.
+        if not isinstance(source.this, exp.Identifier) or source.name.lower().startswith("sqlite_"):
+            return False
+        return self.schema is None or source.name.lower() in self.schema.columns
+
     def _scope_joins(self, scope: Scope, select: exp.Select) -> None:
         conditions = []
         from_ = select.args.get("from_")
         order = [from_.this.alias_or_name] if from_ else []
-        for join in select.args.get("joins") or []:
+        for join in _joins(select):
             right = join.this.alias_or_name
             if on := join.args.get("on"):
                 conditions.append(on)
             # qualify rewrites USING and NATURAL into ON; these two branches serve the fallback
-            # path and NATURAL joins whose columns only become known from the select lists.
-            for ident in join.args.get("using") or []:
+            # path and NATURAL joins whose columns only become known from the select lists (of a
+            # named source: a parenthesised group has no name to resolve through).
+            for ident in (join.args.get("using") or []) if right else []:
                 name = ident.name.lower()
                 left = self._using_left(scope, order, name)
                 if left:
                     self._connect(self._resolve(left, name, scope), self._resolve(right, name, scope))
-            if join.method.upper() == "NATURAL":
+            if right and join.method.upper() == "NATURAL":
                 for name in sorted(self._columns_of(scope, right) or ()):
                     left = next((a for a in order if name in (self._columns_of(scope, a) or ())), None)
                     if left:
@@ -387,13 +458,24 @@ class _Extractor:
         for condition in conditions:
             for leaf in _predicates(condition):
                 if isinstance(leaf, exp.EQ):
-                    self._connect(self._side(leaf.left, scope), self._side(leaf.right, scope))
-                    # ``x = (SELECT y ...)`` relates x and y just as ``x IN (SELECT y ...)`` does.
-                    for this, other in ((leaf.left, leaf.right), (leaf.right, leaf.left)):
-                        if isinstance(this, exp.Subquery):
-                            self._semi_join(other, this, scope)
+                    self._equality(leaf.left, leaf.right, scope)
                 elif isinstance(leaf, exp.In) and (query := leaf.args.get("query")) is not None:
                     self._semi_join(leaf.this, query, scope)
+
+    def _equality(self, left: exp.Expr, right: exp.Expr, scope: Scope) -> None:
+        pairs = [(left, right)]
+        if (
+            isinstance(left, exp.Tuple)
+            and isinstance(right, exp.Tuple)
+            and len(left.expressions) == len(right.expressions)
+        ):
+            pairs = list(zip(left.expressions, right.expressions, strict=True))  # row values, by position
+        for lhs, rhs in pairs:
+            self._connect(self._side(lhs, scope), self._side(rhs, scope))
+            # ``x = (SELECT y ...)`` relates x and y just as ``x IN (SELECT y ...)`` does.
+            for this, other in ((lhs, rhs), (rhs, lhs)):
+                if isinstance(this, exp.Subquery):
+                    self._semi_join(other, this, scope)
 
     def _semi_join(self, lhs: exp.Expr, query: exp.Expr, scope: Scope) -> None:
         inner = self.by_query.get(id(query.this if isinstance(query, exp.Subquery) else query))
@@ -401,27 +483,35 @@ class _Extractor:
             return
         outer = lhs.expressions if isinstance(lhs, exp.Tuple) else [lhs]
         for index, expression in enumerate(outer):
-            selected = self._output(inner, index, set())
-            for ref, _key in self._side(expression, scope):
-                self.joins.update(_edge(ref, other) for other in selected)
+            selected = [
+                (ref, (id(inner), ""), route)
+                for leaf in _leaf_scopes(inner)
+                if index < len(leaf.expression.expressions)
+                for column in _direct_columns(leaf.expression.expressions[index])
+                for ref, _key, route in self._resolve(column.table, column.name.lower(), leaf)
+            ]
+            self._connect(self._side(expression, scope), selected)
 
     def _connect(self, left: _Resolved, right: _Resolved) -> None:
-        for a, key_a in left:
-            for b, key_b in right:
-                if key_a != key_b:
+        for a, key_a, route_a in left:
+            for b, key_b, route_b in right:
+                # The same column by two routes is a key passed through and joined back: no edge.
+                if key_a != key_b and (a != b or route_a == route_b):
                     self.joins.add(_edge(a, b))
 
     def _side(self, node: exp.Expr, scope: Scope) -> _Resolved:
         return [r for c in _direct_columns(node) for r in self._resolve(c.table, c.name.lower(), scope)]
 
     def _resolve(self, alias: str, name: str, scope: Scope, seen: _Seen | None = None) -> _Resolved:
-        """The physical columns behind ``alias.name`` seen from ``scope``, with the source's key."""
+        """The physical columns behind ``alias.name`` seen from ``scope``, with the source's key and route."""
         found = self._find_source(alias.lower(), name, scope)
         if found is None:
             return []
         owner, source_alias, source = found
         key = (id(owner), source_alias)
-        return [(ref, key) for ref in sorted(self._physical(source, name, set() if seen is None else seen))]
+        route = id(source) if isinstance(source, Scope) else _DIRECT
+        refs = self._physical(source, name, set() if seen is None else seen)
+        return [(ref, key, route) for ref in sorted(refs)]
 
     def _find_source(self, alias: str, name: str, scope: Scope | None) -> tuple[Scope, str, Any] | None:
         # Walk outwards: a name not selected in a subquery is a correlated reference to an outer one.
@@ -429,18 +519,31 @@ class _Extractor:
             sources = scope.selected_sources
             if alias:
                 if alias in sources:
-                    return scope, alias, sources[alias][1]
+                    return scope, alias, self._real(sources[alias][1])
             else:
                 known = {a: self._columns_of(scope, a) for a in sources}
                 definite = [a for a, cols in known.items() if cols is not None and name in cols]
                 maybe = [a for a, cols in known.items() if cols is None]
                 pick = definite if definite else maybe
                 if len(pick) == 1:
-                    return scope, pick[0], sources[pick[0]][1]
+                    return scope, pick[0], self._real(sources[pick[0]][1])
                 if pick:  # ambiguous: better no edge than a guessed one
                     return None
             scope = scope.parent
         return None
+
+    def _real(self, source: Any) -> Any:
+        """The traversed scope of a recursive CTE for sqlglot's stand-in of its reference to itself.
+
+        The stand-in is an empty scope over the CTE's first branch; the CTE's scope is the set
+        operation above that branch.
+        """
+        if not isinstance(source, Scope) or id(source) in self.known:
+            return source
+        node = source.expression
+        while isinstance(node, exp.Expr) and isinstance(node.parent, exp.SetOperation):
+            node = node.parent
+        return self.by_query.get(id(node), source)
 
     def _using_left(self, scope: Scope, order: Sequence[str], name: str) -> str | None:
         """The leftmost earlier source that has (or may have) column ``name``."""
@@ -455,7 +558,7 @@ class _Extractor:
         entry = scope.selected_sources.get(alias)
         if entry is None:
             return None
-        source = entry[1]
+        source = self._real(entry[1])
         if isinstance(source, exp.Table):
             return self.schema.columns.get(source.name.lower()) if self.schema else None
         names = _output_names(source)
@@ -463,7 +566,11 @@ class _Extractor:
 
     def _physical(self, source: Any, name: str, seen: _Seen) -> set[ColumnRef]:
         if isinstance(source, exp.Table):
-            return {(source.name.lower(), name)} if _is_world_table(source) else set()
+            if not self._is_world_table(source):
+                return set()
+            table = source.name.lower()
+            # With a schema, a column the world does not have joins nothing.
+            return {(table, name)} if self.schema is None or name in self.schema.columns[table] else set()
         if not isinstance(source, Scope) or (id(source), name) in seen:
             return set()  # an unknown kind of source, or a recursive CTE going round
         seen.add((id(source), name))
@@ -473,7 +580,7 @@ class _Extractor:
         select = next(_leaf_scopes(source))
         # An unexpanded ``SELECT *`` (no schema) over one source passes its columns through.
         if select.expression.is_star and len(select.selected_sources) == 1:
-            return self._physical(next(iter(select.selected_sources.values()))[1], name, seen)
+            return self._physical(self._real(next(iter(select.selected_sources.values()))[1]), name, seen)
         return set()
 
     def _output(self, scope: Scope, index: int, seen: _Seen) -> set[ColumnRef]:
@@ -484,5 +591,5 @@ class _Extractor:
             if index < len(projections):
                 for column in _direct_columns(projections[index]):
                     resolved = self._resolve(column.table, column.name.lower(), leaf, seen)
-                    refs.update(ref for ref, _ in resolved)
+                    refs.update(ref for ref, _key, _route in resolved)
         return refs

@@ -18,7 +18,6 @@ coverage are not run.
 from __future__ import annotations
 
 import sqlite3
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,14 +25,8 @@ from pydantic import BaseModel, ConfigDict
 
 from runner.contract import SampleOutput, SampleStatus
 from runner.errors import GradingError
-from runner.grading.coverage import (
-    CoverageError,
-    CoverageReport,
-    QueryStructure,
-    SqlSchema,
-    compare_structures,
-    extract_structures,
-)
+from runner.grading.bounded_coverage import CoverageLimits, StructureAnalyser
+from runner.grading.coverage import CoverageError, CoverageReport, SqlSchema, compare_structures
 from runner.grading.entities import EntityCheck, IdentityIndex, VerdictCheck, check_entities, check_verdict
 from runner.grading.grades import Vote
 from runner.grading.judge import Judge, JudgeInput, JudgeVote, dimensions_for
@@ -43,14 +36,21 @@ from runner.tasks.model import Task
 from runner.tasks.truth import TaskTruth
 from runner.world.digest import open_readonly, table_names
 
-_STRUCTURE_CACHE = 4096
-
 
 class GradingContext:
     """What grading needs from the world, prepared once: a replay connection, identities, schema, rubrics."""
 
-    def __init__(self, world_path: Path, *, budget_s: float = DEFAULT_BUDGET_S, rubrics: RubricSet | None = None):
+    def __init__(
+        self,
+        world_path: Path,
+        *,
+        budget_s: float = DEFAULT_BUDGET_S,
+        rubrics: RubricSet | None = None,
+        coverage_limits: CoverageLimits | None = None,
+    ):
         """Open the snapshot at ``world_path`` (the ``.sqlite`` file) and read what grading needs from it.
+
+        ``coverage_limits`` bounds the structural analysis of the agent's SQL (``bounded_coverage``).
 
         Raises:
             RubricError: when the rubric files are malformed (and ``rubrics`` is not given).
@@ -63,36 +63,26 @@ class GradingContext:
             conn.close()
         self.rubrics = rubrics or load_rubrics()
         self.replayer = Replayer(world_path, budget_s=budget_s)
-        self._cache: OrderedDict[str, list[QueryStructure]] = OrderedDict()
+        self.analyser = StructureAnalyser(self.schema, coverage_limits or CoverageLimits())
 
     def coverage(self, witness_sql: str, agent_sql: Sequence[str]) -> CoverageReport:
-        """``coverage.coverage`` against this world's schema, with each SQL text analysed once.
+        """``coverage.coverage`` against this world's schema, at a bounded cost for the agent's SQL.
 
-        Parsing dominates grading time, and the same texts recur: a task's witness in every
-        sample, an agent's habitual exploratory queries in every epoch. So statements are
-        extracted per text and cached, and the report is assembled from them exactly as
-        ``coverage.coverage`` assembles it (a test holds the two equal).
+        The witness is analysed here; the agent's texts in a worker process, within the per-query
+        and per-sample limits, and a text over one counts as unparsed with the reason. Each text is
+        analysed once and cached, and the report is assembled exactly as ``coverage.coverage``
+        assembles it (a test holds the two equal).
 
         Raises:
-            CoverageError: when the witness holds no statement or one that cannot be parsed.
+            CoverageError: when the witness holds no statement or one that cannot be parsed, or
+                the analysis worker cannot be started.
         """
-        agent = [s for text in agent_sql for s in self._structures(text)]
-        return compare_structures(self._structures(witness_sql), agent)
-
-    def _structures(self, sql: str) -> list[QueryStructure]:
-        found = self._cache.get(sql)
-        if found is None:
-            found = extract_structures(sql, self.schema)
-            self._cache[sql] = found
-            if len(self._cache) > _STRUCTURE_CACHE:
-                self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(sql)
-        return found
+        return compare_structures(self.analyser.witness(witness_sql), self.analyser.agent(agent_sql))
 
     def close(self) -> None:
-        """Close the replay connection."""
+        """Close the replay connection and stop the analysis worker."""
         self.replayer.close()
+        self.analyser.close()
 
     def __enter__(self) -> GradingContext:
         return self
