@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo official-run official-env test lint world world-verify images images-prune runner-image bench clean browser
+.PHONY: venv demo official-run official-env test lint world world-verify images images-prune runner-image bench clean browser postgres
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,10 +16,10 @@ venv: $(STAMP)
 
 # Images are tagged by a digest of their inputs: on a warm machine this step costs ~0.3 s.
 images: $(STAMP)
-	$(BIN)/python -m runner.sandbox.images
+	$(BIN)/ispm images
 
 images-prune: $(STAMP)
-	$(BIN)/python -m runner.sandbox.images --prune
+	$(BIN)/ispm images --prune
 
 # ispm itself as an image, for auditors: `docker-compose run --rm runner ispm audit /runs/<run-id>` (compose.yaml).
 runner-image: $(STAMP) images
@@ -49,7 +49,13 @@ browser:
 	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || \
 	    { apt-get update && apt-get install -y --no-install-recommends chromium chromium-driver; }
 
-test: $(STAMP) images browser
+# PostgreSQL for the board tests: Debian's server, installed only when missing (needs root). Each test starts its
+# own throwaway cluster with initdb and pg_ctl; nothing runs as a service.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+	    { apt-get update && apt-get install -y --no-install-recommends postgresql; }
+
+test: $(STAMP) images browser postgres
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

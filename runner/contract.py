@@ -21,7 +21,7 @@ SampleStatus = Literal["ok", "timeout", "oom", "invalid_answer", "agent_error", 
 class EvidenceItem(BaseModel):
     """One cited person, account, resource, policy or configuration fact."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     vendor: Literal["hibob", "okta", "azure", "aws", "gcp", "gws", "github", "atlas"] = Field(
         description="Vendor whose identifier this is."
@@ -34,7 +34,7 @@ class EvidenceItem(BaseModel):
 class Answer(BaseModel):
     """``/output/answer.json``: the agent's conclusion and what supports it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     format: Literal["ispm.answer/v1"] = Field(default=ANSWER_FORMAT, description="Answer format version.")
     response: str = Field(max_length=200_000, description="The text the judges read: conclusion and explanation.")
@@ -50,7 +50,7 @@ class Answer(BaseModel):
 class QueryLogEntry(BaseModel):
     """One line of ``/output/queries.jsonl``, as the SQL tool writes it."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
 
     ts: str
     sql: str
@@ -64,17 +64,24 @@ class QueryLogEntry(BaseModel):
 class SampleTimings(BaseModel):
     """Wall time of each phase of one sample, in seconds."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     create: float = 0.0
+    """Making the sample's resources (for Docker: image inspect, volume, container)."""
     start: float = 0.0
+    """From the container's start until the agent's command starts."""
     agent: float = 0.0
+    """The agent's own run, until it ends or the time limit stops it."""
     collect: float = 0.0
+    """Reading ``/output`` and validating the answer."""
     remove: float = 0.0
+    """Removing every resource of the sample."""
 
 
 class SampleOutput(BaseModel):
     """Everything the host collected from one sample: the grader's only input from the sandbox."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     task_id: str
     epoch: int = Field(ge=1)

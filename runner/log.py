@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from pathlib import Path
 
+import platformdirs
 import structlog
 
 _configured = False
@@ -14,8 +14,7 @@ _configured = False
 
 def default_log_file() -> Path:
     """Where the CLI appends JSON logs unless told otherwise: ``$XDG_CACHE_HOME/ispm/ispm.jsonl``."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "ispm" / "ispm.jsonl"
+    return Path(platformdirs.user_cache_dir("ispm")) / "ispm.jsonl"
 
 
 def configure(log_file: Path | None = None, *, verbose: bool = False) -> None:

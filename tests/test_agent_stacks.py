@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 import docker
 import pytest
+from docker_fixtures import docker_backend
 from fake_provider import FakeProvider, Seen, ToolCall, Turn, Usage, point_clients_at, total_usage
 
 from runner.contract import Answer, SampleOutput
@@ -40,6 +41,7 @@ from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
 from runner.tasks.view import agent_files
 
+__all__ = ["docker_backend"]  # fixtures, imported for pytest
 RUN = f"test-stacks-{uuid.uuid4().hex[:8]}"
 TASK_ID = "ispm-001"
 OPENAI_MARKER = f"sk-stacks-openai-{uuid.uuid4().hex}"
@@ -54,14 +56,6 @@ ANSWER = {
 }
 SETTINGS = ClientSettings(read_timeout=30.0, max_attempts=2, backoff_initial=0.01, backoff_max=0.05)
 CLAUDE_VERSION = "2.1.332 (Claude Code)"
-
-
-@pytest.fixture(scope="module")
-def backend() -> Iterator[DockerBackend]:
-    backend = DockerBackend()
-    yield backend
-    backend.sweep(RUN)
-    backend.close()
 
 
 @pytest.fixture(scope="module")
@@ -160,12 +154,16 @@ def main_loop(fake: FakeProvider) -> list[Seen]:
 @pytest.mark.docker
 @pytest.mark.slow
 def test_claude_code_completes_a_scripted_investigation(
-    backend: DockerBackend, fake: FakeProvider, refs: dict[str, ImageRef], task: Task, world_db: sqlite3.Connection
+    docker_backend: DockerBackend,
+    fake: FakeProvider,
+    refs: dict[str, ImageRef],
+    task: Task,
+    world_db: sqlite3.Connection,
 ) -> None:
     fake.responder = claude_responder(CLAUDE_TURNS)
     with Gateway("anthropic/claude-scripted-1", settings=SETTINGS) as gateway:
         spec = make_spec(task, refs["agent-claude-code"].tag, "claude-scripted-1")
-        out, usage = run_with_gateway(backend, gateway, spec)
+        out, usage = run_with_gateway(docker_backend, gateway, spec)
 
     assert out.status == "ok", (out.error, out.stderr_tail)
     assert out.answer == Answer.model_validate(ANSWER)
@@ -201,12 +199,12 @@ def test_claude_code_completes_a_scripted_investigation(
 @pytest.mark.docker
 @pytest.mark.slow
 def test_claude_code_without_an_answer_leaves_a_failure_answer(
-    backend: DockerBackend, fake: FakeProvider, refs: dict[str, ImageRef], task: Task
+    docker_backend: DockerBackend, fake: FakeProvider, refs: dict[str, ImageRef], task: Task
 ) -> None:
     fake.responder = claude_responder([Turn(text="I will not look.", usage=Usage(input_tokens=900, output_tokens=9))])
     with Gateway("anthropic/claude-scripted-1", settings=SETTINGS) as gateway:
         spec = make_spec(task, refs["agent-claude-code"].tag, "claude-scripted-1")
-        out, usage = run_with_gateway(backend, gateway, spec)
+        out, usage = run_with_gateway(docker_backend, gateway, spec)
 
     assert out.exit_code == 1 and out.status == "agent_error", (out.error, out.stderr_tail)
     assert out.answer is not None and out.answer.verdict is None and out.answer.evidence == []
@@ -232,12 +230,16 @@ OPENAI_TURNS = [
 @pytest.mark.docker
 @pytest.mark.slow
 def test_openai_agents_completes_a_scripted_investigation(
-    backend: DockerBackend, fake: FakeProvider, refs: dict[str, ImageRef], task: Task, world_db: sqlite3.Connection
+    docker_backend: DockerBackend,
+    fake: FakeProvider,
+    refs: dict[str, ImageRef],
+    task: Task,
+    world_db: sqlite3.Connection,
 ) -> None:
     fake.push(*OPENAI_TURNS)
     with Gateway("openai/gpt-scripted-1", settings=SETTINGS) as gateway:
         spec = make_spec(task, refs["agent-openai-agents"].tag, "gpt-scripted-1")
-        out, usage = run_with_gateway(backend, gateway, spec)
+        out, usage = run_with_gateway(docker_backend, gateway, spec)
 
     assert out.status == "ok", (out.error, out.stderr_tail)
     assert out.answer == Answer.model_validate(ANSWER)
@@ -269,13 +271,17 @@ def test_openai_agents_completes_a_scripted_investigation(
 @pytest.mark.docker
 @pytest.mark.slow
 def test_claude_code_runs_on_an_openai_candidate(
-    backend: DockerBackend, fake: FakeProvider, refs: dict[str, ImageRef], task: Task, world_db: sqlite3.Connection
+    docker_backend: DockerBackend,
+    fake: FakeProvider,
+    refs: dict[str, ImageRef],
+    task: Task,
+    world_db: sqlite3.Connection,
 ) -> None:
     """Claude Code streams Messages; the candidate speaks chat completions: translated both ways, streamed."""
     fake.responder = claude_responder(CLAUDE_TURNS)
     with Gateway("openai/gpt-scripted-1", settings=SETTINGS) as gateway:
         spec = make_spec(task, refs["agent-claude-code"].tag, "claude-opus-5-5")
-        out, usage = run_with_gateway(backend, gateway, spec)
+        out, usage = run_with_gateway(docker_backend, gateway, spec)
     assert out.status == "ok", (out.error, out.stderr_tail)
     assert out.answer == Answer.model_validate(ANSWER)
     assert_sql_logged(out, world_db)
@@ -297,13 +303,17 @@ def test_claude_code_runs_on_an_openai_candidate(
 @pytest.mark.docker
 @pytest.mark.slow
 def test_openai_agents_runs_on_an_anthropic_candidate(
-    backend: DockerBackend, fake: FakeProvider, refs: dict[str, ImageRef], task: Task, world_db: sqlite3.Connection
+    docker_backend: DockerBackend,
+    fake: FakeProvider,
+    refs: dict[str, ImageRef],
+    task: Task,
+    world_db: sqlite3.Connection,
 ) -> None:
     """The Agents SDK streams Responses; the candidate speaks Messages: Responses -> chat -> Messages and back."""
     fake.push(*OPENAI_TURNS)
     with Gateway("anthropic/claude-scripted-1", settings=SETTINGS) as gateway:
         spec = make_spec(task, refs["agent-openai-agents"].tag, "gpt-5")
-        out, usage = run_with_gateway(backend, gateway, spec)
+        out, usage = run_with_gateway(docker_backend, gateway, spec)
 
     assert out.status == "ok", (out.error, out.stderr_tail)
     assert out.answer == Answer.model_validate(ANSWER)
@@ -329,7 +339,7 @@ STACKS = {"agent-claude-code": "claude-code", "agent-openai-agents": "openai-age
 def test_make_images_builds_both_stacks_with_their_labels(refs: dict[str, ImageRef]) -> None:
     # What `make images` runs; everything is reused here (the session's refs fixture built it).
     done = subprocess.run(
-        [sys.executable, "-m", "runner.sandbox.images"], capture_output=True, text=True, check=True, timeout=600
+        [sys.executable, "-m", "runner.cli", "images"], capture_output=True, text=True, check=True, timeout=600
     )
     lines = {line.split()[0]: line for line in done.stdout.splitlines()}
     engine = docker.from_env()

@@ -162,7 +162,8 @@ def test_every_api_reaches_every_provider(gateway: Gateway, env: FakeProvider, a
         )
         == (2, 2500, 65, 1000)
     )
-    assert usage.reasoning_tokens == sent.reasoning_tokens == 12  # OpenAI's reasoning_tokens, Anthropic's thinking_tokens
+    # OpenAI states reasoning_tokens, Anthropic thinking_tokens
+    assert usage.reasoning_tokens == sent.reasoning_tokens == 12
     provider = gateway.candidate.split("/")[0]
     assert [c.requested_model for c in usage.calls] == ["claude-opus-5-5", "claude-haiku-4-5"]
     assert {seen.body["model"] for seen in env.seen} == {gateway.model}  # the candidate, whatever was asked

@@ -22,12 +22,12 @@ import threading
 import time
 import uuid
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import docker
 import pytest
+from docker_fixtures import archive_backend, docker_backend
 
 from runner.contract import SampleOutput
 from runner.paths import tasks_dir, world_dir
@@ -41,6 +41,7 @@ from runner.tasks.view import agent_files
 
 pytestmark = pytest.mark.docker
 
+__all__ = ["archive_backend", "docker_backend"]  # fixtures, imported for pytest
 RUN = f"test-hostile-{uuid.uuid4().hex[:8]}"
 TASK_ID = "ispm-001"
 WORLD_FILE = world_dir() / "ispm-crossvendor-v1.sqlite"
@@ -65,25 +66,10 @@ PRELUDE = textwrap.dedent(
 )
 
 
-@pytest.fixture(scope="module")
-def backend() -> Iterator[DockerBackend]:
-    runner = DockerBackend()
-    yield runner
-    runner.sweep(RUN)
-    runner.close()
-
-
-@pytest.fixture(scope="module")
-def archive_backend() -> Iterator[DockerBackend]:
-    runner = DockerBackend(sweep_on_start=False, direct_read=False)
-    yield runner
-    runner.close()
-
-
 @pytest.fixture(params=["direct", "archive"])
 def reader(request: pytest.FixtureRequest) -> DockerBackend:
     """The backend, collecting by reading the volume's mount point or by streaming ``get_archive``."""
-    name = "backend" if request.param == "direct" else "archive_backend"
+    name = "docker_backend" if request.param == "direct" else "archive_backend"
     runner: DockerBackend = request.getfixturevalue(name)
     return runner
 
@@ -253,7 +239,9 @@ def test_an_answer_symlinked_out_of_output_is_refused(
 # -- resources -------------------------------------------------------------------------------------------------
 
 
-def test_100_mb_on_stdout_keeps_only_a_tail(backend: DockerBackend, refs: dict[str, ImageRef], task: Task) -> None:
+def test_100_mb_on_stdout_keeps_only_a_tail(
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task
+) -> None:
     script = """
     line = b"y" * 1023 + b"\\n"
     for _ in range(100 * 1024):
@@ -264,7 +252,7 @@ def test_100_mb_on_stdout_keeps_only_a_tail(backend: DockerBackend, refs: dict[s
     json.dump({"response": "loud"}, open("/output/answer.json", "w"))
     """
     before = max_rss_mb()
-    out = run_probe(backend, refs, task, script)
+    out = run_probe(docker_backend, refs, task, script)
     assert out.status == "ok", out.error
     dropped = 100 * 1024 * 1024 + 8 - 16 * 1024
     assert out.stdout_tail.startswith(f"[… {dropped} earlier bytes dropped]\n")
@@ -274,7 +262,7 @@ def test_100_mb_on_stdout_keeps_only_a_tail(backend: DockerBackend, refs: dict[s
 
 
 def test_a_fork_bomb_hits_the_pids_limit_and_the_sample_still_ends(
-    backend: DockerBackend, refs: dict[str, ImageRef], task: Task
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task
 ) -> None:
     script = """
     while True:
@@ -284,34 +272,39 @@ def test_a_fork_bomb_hits_the_pids_limit_and_the_sample_still_ends(
             pass
     """
     started = time.monotonic()
-    out = run_probe(backend, refs, task, script, pids=32, time_limit_s=3)
+    out = run_probe(docker_backend, refs, task, script, pids=32, time_limit_s=3)
     assert out.status == "timeout"
     assert "the pids limit of 32 was reached" in out.notes
     assert time.monotonic() - started < 15
 
 
 def test_a_memory_bomb_is_killed_by_the_oom_killer(
-    backend: DockerBackend, refs: dict[str, ImageRef], task: Task
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task
 ) -> None:
     script = """
     hoard = []
     while True:
         hoard.append(bytearray(4 << 20))
     """
-    out = run_probe(backend, refs, task, script, memory_bytes=64 * 1024**2)
+    out = run_probe(docker_backend, refs, task, script, memory_bytes=64 * 1024**2)
     assert (out.status, out.oom_killed, out.exit_code) == ("oom", True, 137)
     assert out.error == "the agent was killed by the OOM killer (exit code 137); answer.json missing"
 
 
-def test_sleeping_past_the_limit_is_a_timeout(backend: DockerBackend, refs: dict[str, ImageRef], task: Task) -> None:
-    out = run_probe(backend, refs, task, "import time; time.sleep(600)", time_limit_s=2)
+def test_sleeping_past_the_limit_is_a_timeout(
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task
+) -> None:
+    started = time.monotonic()
+    out = run_probe(docker_backend, refs, task, "import time; time.sleep(600)", time_limit_s=2)
     assert out.status == "timeout" and out.exit_code is None
     assert out.error == "the agent ran past the time limit of 2 s and was killed; answer.json missing"
-    assert 2 <= out.timings.agent < 3
+    # Never stopped before the limit, and stopped long before the sleep ends. No ceiling of a second above the
+    # limit: on a loaded machine the waiting thread may wake later than that.
+    assert 2 <= out.timings.agent <= time.monotonic() - started < 15
 
 
 def test_an_orphan_holding_stdout_does_not_hold_the_sample(
-    backend: DockerBackend, refs: dict[str, ImageRef], task: Task
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task
 ) -> None:
     script = """
     import time
@@ -319,12 +312,12 @@ def test_an_orphan_holding_stdout_does_not_hold_the_sample(
         time.sleep(600)  # keeps stdout and stderr open long after the agent is gone
     json.dump({"response": "done"}, open("/output/answer.json", "w"))
     """
-    out = run_probe(backend, refs, task, script, time_limit_s=10)
+    out = run_probe(docker_backend, refs, task, script, time_limit_s=10)
     assert out.status == "ok" and out.timings.agent < 3
 
 
 def test_an_agent_that_closes_its_output_streams_is_still_waited_for(
-    backend: DockerBackend, refs: dict[str, ImageRef], task: Task
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task
 ) -> None:
     script = """
     import time
@@ -333,7 +326,7 @@ def test_an_agent_that_closes_its_output_streams_is_still_waited_for(
     time.sleep(1.5)
     json.dump({"response": "still here"}, open("/output/answer.json", "w"))
     """
-    out = run_probe(backend, refs, task, script, time_limit_s=10)
+    out = run_probe(docker_backend, refs, task, script, time_limit_s=10)
     assert (out.status, out.exit_code) == ("ok", 0), out.error
     assert out.answer is not None and out.answer.response == "still here"
     assert 1.5 <= out.timings.agent < 3
@@ -342,7 +335,7 @@ def test_an_agent_that_closes_its_output_streams_is_still_waited_for(
 # -- the file system -------------------------------------------------------------------------------------------
 
 
-def test_the_world_cannot_be_written(backend: DockerBackend, refs: dict[str, ImageRef], task: Task) -> None:
+def test_the_world_cannot_be_written(docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task) -> None:
     script = """
     import sqlite3
     world = "/world/ispm-crossvendor-v1.sqlite"
@@ -366,7 +359,7 @@ def test_the_world_cannot_be_written(backend: DockerBackend, refs: dict[str, Ima
     finish()
     """
     before = hashlib.sha256(WORLD_FILE.read_bytes()).hexdigest()
-    out = run_probe(backend, refs, task, script)
+    out = run_probe(docker_backend, refs, task, script)
     report = assert_attack_failed(out)
     assert len(report) == 7
     # Two layers refuse: the file is root's (0644) and the bind mount is read-only.
@@ -377,7 +370,7 @@ def test_the_world_cannot_be_written(backend: DockerBackend, refs: dict[str, Ima
 
 
 def test_nothing_outside_output_and_tmp_is_writable(
-    backend: DockerBackend, refs: dict[str, ImageRef], task: Task
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task
 ) -> None:
     script = """
     import stat, subprocess
@@ -397,7 +390,7 @@ def test_nothing_outside_output_and_tmp_is_writable(
     attempt("exec from /tmp", exec_from_tmp)
     finish()
     """
-    report = assert_attack_failed(run_probe(backend, refs, task, script))
+    report = assert_attack_failed(run_probe(docker_backend, refs, task, script))
     assert report["allowed:/tmp"] == "ok" and report["allowed:/output"] == "ok"
     assert "Read-only file system" in report["create /pwned"] and "Permission denied" in report["append /etc/passwd"]
     assert "Permission denied" in report["exec from /tmp"]
@@ -419,7 +412,7 @@ def _own_address() -> str | None:
         probe.close()
 
 
-def test_no_outside_address_is_reachable(backend: DockerBackend, refs: dict[str, ImageRef], task: Task) -> None:
+def test_no_outside_address_is_reachable(docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task) -> None:
     # "Outside" is anything beyond the container's loopback; the targets are this machine's own interface
     # address and a name lookup. No packet can leave a network-less container, whatever the target.
     own = _own_address()
@@ -442,7 +435,7 @@ def test_no_outside_address_is_reachable(backend: DockerBackend, refs: dict[str,
         """
     )
     try:
-        report = assert_attack_failed(run_probe(backend, refs, task, script, json.dumps(targets)))
+        report = assert_attack_failed(run_probe(docker_backend, refs, task, script, json.dumps(targets)))
         for host, port in targets:
             assert "Network is unreachable" in report[f"tcp {host}:{port}"]
             assert "Network is unreachable" in report[f"udp {host}:53"]
@@ -456,13 +449,15 @@ def test_no_outside_address_is_reachable(backend: DockerBackend, refs: dict[str,
 
 
 def test_the_host_bridge_is_unreachable(
-    backend: DockerBackend, refs: dict[str, ImageRef], task: Task, bridge_ip: str
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task, bridge_ip: str
 ) -> None:
     on_bridge, on_loopback = TcpWitness(bridge_ip), TcpWitness("127.0.0.1")
     try:
         # The loopback witness's port, tried on the container's loopback: a different network namespace.
         targets = [[bridge_ip, on_bridge.port], ["127.0.0.1", on_loopback.port], [bridge_ip, 2375], [bridge_ip, 22]]
-        report = assert_attack_failed(run_probe(backend, refs, task, CONNECT + "finish()\n", json.dumps(targets)))
+        report = assert_attack_failed(
+            run_probe(docker_backend, refs, task, CONNECT + "finish()\n", json.dumps(targets))
+        )
         assert "Network is unreachable" in report[f"tcp {bridge_ip}:{on_bridge.port}"]
         assert "Connection refused" in report[f"tcp 127.0.0.1:{on_loopback.port}"]
         assert (on_bridge.accepted, on_loopback.accepted) == (0, 0)
@@ -472,7 +467,7 @@ def test_the_host_bridge_is_unreachable(
 
 
 def test_a_concurrent_sample_is_unreachable(
-    backend: DockerBackend, refs: dict[str, ImageRef], task: Task, bridge_ip: str
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task, bridge_ip: str
 ) -> None:
     listener = """
     import time
@@ -493,9 +488,11 @@ def test_a_concurrent_sample_is_unreachable(
     targets = [["127.0.0.1", 4444]] + [[f"{prefix}.{i}", 4444] for i in range(2, 6)]
     outputs: dict[str, SampleOutput] = {}
     threads = [
-        threading.Thread(target=lambda: outputs.update(a=run_probe(backend, refs, task, listener))),
+        threading.Thread(target=lambda: outputs.update(a=run_probe(docker_backend, refs, task, listener))),
         threading.Thread(
-            target=lambda: outputs.update(b=run_probe(backend, refs, task, CONNECT + "finish()\n", json.dumps(targets)))
+            target=lambda: outputs.update(
+                b=run_probe(docker_backend, refs, task, CONNECT + "finish()\n", json.dumps(targets))
+            )
         ),
     ]
     threads[0].start()
@@ -509,7 +506,7 @@ def test_a_concurrent_sample_is_unreachable(
     assert all("Network is unreachable" in report[f"tcp {prefix}.{i}:4444"] for i in range(2, 6))
 
 
-def test_the_docker_socket_is_absent(backend: DockerBackend, refs: dict[str, ImageRef], task: Task) -> None:
+def test_the_docker_socket_is_absent(docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task) -> None:
     script = """
     def connect(path):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -520,7 +517,7 @@ def test_the_docker_socket_is_absent(backend: DockerBackend, refs: dict[str, Ima
     attempt("tcp engine", lambda: socket.create_connection(("127.0.0.1", 2375), timeout=1))
     finish()
     """
-    report = assert_attack_failed(run_probe(backend, refs, task, script))
+    report = assert_attack_failed(run_probe(docker_backend, refs, task, script))
     assert all("FileNotFoundError" in v for k, v in report.items() if k.startswith("unix"))
 
 
@@ -529,6 +526,7 @@ def test_the_docker_socket_is_absent(backend: DockerBackend, refs: dict[str, Ima
 
 SEARCH = """
 import base64, subprocess, zlib
+
 # Compressed and split over several arguments: one argv string is capped at 128 KiB. Arguments live only in
 # /proc, which the search skips; the encoded form would not match a needle anyway.
 needles = json.loads(zlib.decompress(base64.b64decode("".join(sys.argv[1:]))))
@@ -569,7 +567,7 @@ def ground_truth() -> GroundTruth:
 
 
 def test_no_witness_sql_or_ground_truth_anywhere_in_the_container(
-    backend: DockerBackend, refs: dict[str, ImageRef], tasks: list[Task], task: Task, ground_truth: GroundTruth
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], tasks: list[Task], task: Task, ground_truth: GroundTruth
 ) -> None:
     # What the agent may legitimately see: every prompt, the docs, our tools. A needle found there is no leak.
     visible = "\n".join(
@@ -599,7 +597,7 @@ def test_no_witness_sql_or_ground_truth_anywhere_in_the_container(
     encoded = base64.b64encode(zlib.compress(json.dumps(needles).encode(), 9)).decode()
     parts = [encoded[i : i + 100_000] for i in range(0, len(encoded), 100_000)]
 
-    out = run_probe(backend, refs, task, SEARCH, *parts, time_limit_s=60)
+    out = run_probe(docker_backend, refs, task, SEARCH, *parts, time_limit_s=60)
     report = assert_attack_failed(out)
     assert "/usr" in json.loads(report["searched"]) and "/task" in json.loads(report["searched"])
     assert report["secret in files"] == "none found"
@@ -613,10 +611,10 @@ def test_no_witness_sql_or_ground_truth_anywhere_in_the_container(
 
 
 def test_the_runner_carries_on_and_leaves_nothing(
-    backend: DockerBackend, refs: dict[str, ImageRef], task: Task
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task
 ) -> None:
     spec = SampleSpec(task_id=task.id, run_id=RUN, image=refs["agent-null"].tag, task_files=agent_files(task))
-    assert backend.run_sample(spec).status == "ok"
+    assert docker_backend.run_sample(spec).status == "ok"
     client = docker.from_env()
     try:
         wanted = {"label": [f"{LABEL_RUN}={RUN}"]}

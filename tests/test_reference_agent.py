@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from docker_fixtures import docker_backend
 from fake_provider import OPENAI_MODEL, FakeProvider, Reply, openai_completion
 
 from runner.contract import Answer, SampleOutput
@@ -37,6 +38,7 @@ from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
 from runner.tasks.view import agent_files
 
+__all__ = ["docker_backend"]  # fixtures, imported for pytest
 RUN = f"test-refagent-{uuid.uuid4().hex[:8]}"
 TASK_ID = "ispm-001"
 # The host's provider key for these tests: unique, so a hit anywhere is a leak and nothing else.
@@ -49,14 +51,6 @@ SUBMITTED = {
     "evidence": [{"vendor": "okta", "kind": "account", "identifier": "00u-scripted", "fact": "It is scripted."}],
     "queries": [SQL],
 }
-
-
-@pytest.fixture(scope="module")
-def backend() -> Iterator[DockerBackend]:
-    backend = DockerBackend()
-    yield backend
-    backend.sweep(RUN)
-    backend.close()
 
 
 @pytest.fixture(scope="module")
@@ -108,10 +102,10 @@ def make_spec(task: Task, image: str, **overrides: Any) -> SampleSpec:
     return SampleSpec(**settings)
 
 
-def run_with_gateway(backend: DockerBackend, gateway: Gateway, spec: SampleSpec) -> tuple[SampleOutput, str]:
+def run_with_gateway(docker_backend: DockerBackend, gateway: Gateway, spec: SampleSpec) -> tuple[SampleOutput, str]:
     """Run ``spec`` through the gateway path; returns the output and the (now revoked) token."""
     with gateway_link(gateway, spec.sample_id) as (folder, token):
-        out = backend.run_sample(spec.model_copy(update={"gateway_socket_dir": folder, "gateway_token": token}))
+        out = docker_backend.run_sample(spec.model_copy(update={"gateway_socket_dir": folder, "gateway_token": token}))
     return out, token.get_secret_value()
 
 
@@ -156,7 +150,7 @@ def post_chat(port: int, token: str) -> int:
 
 @pytest.mark.docker
 def test_the_reference_agent_completes_a_scripted_investigation(
-    backend: DockerBackend,
+    docker_backend: DockerBackend,
     gateway: Gateway,
     fake: FakeProvider,
     refs: dict[str, ImageRef],
@@ -168,7 +162,7 @@ def test_the_reference_agent_completes_a_scripted_investigation(
     push_script(fake)
     _, port = gateway.listen_tcp()  # an unbound host-side listener, to try the token after the sample
     spec = make_spec(task, refs["agent-reference"].tag)
-    out, token = run_with_gateway(backend, gateway, spec)
+    out, token = run_with_gateway(docker_backend, gateway, spec)
     usage = gateway.usage(spec.sample_id)
 
     assert out.status == "ok", (out.error, out.stderr_tail)
@@ -227,7 +221,7 @@ def test_the_reference_agent_completes_a_scripted_investigation(
 
 @pytest.mark.docker
 def test_the_key_is_not_in_the_container_environment_or_files(
-    backend: DockerBackend, gateway: Gateway, refs: dict[str, ImageRef], task: Task
+    docker_backend: DockerBackend, gateway: Gateway, refs: dict[str, ImageRef], task: Task
 ) -> None:
     # The marker is built at run time from two halves, so it is not in the command line the container gets,
     # and handed to grep on stdin, so it is not in the container's files either.
@@ -248,7 +242,7 @@ def test_the_key_is_not_in_the_container_environment_or_files(
         """
     )
     spec = make_spec(task, refs["agent-reference"].tag, command=["python3", "-c", probe])
-    out, _ = run_with_gateway(backend, gateway, spec)
+    out, _ = run_with_gateway(docker_backend, gateway, spec)
     assert out.status == "ok", (out.error, out.stderr_tail)
     assert out.answer is not None
     facts = json.loads(out.answer.response)
@@ -262,11 +256,11 @@ def test_the_key_is_not_in_the_container_environment_or_files(
 
 @pytest.mark.docker
 def test_a_failing_provider_ends_in_a_recorded_failure_answer(
-    backend: DockerBackend, gateway: Gateway, fake: FakeProvider, refs: dict[str, ImageRef], task: Task
+    docker_backend: DockerBackend, gateway: Gateway, fake: FakeProvider, refs: dict[str, ImageRef], task: Task
 ) -> None:
     fake.push(*[Reply(500, {"error": {"message": "upstream is down"}}) for _ in range(10)])
     spec = make_spec(task, refs["agent-reference"].tag)
-    out, _ = run_with_gateway(backend, gateway, spec)
+    out, _ = run_with_gateway(docker_backend, gateway, spec)
     usage = gateway.usage(spec.sample_id)
 
     # The agent writes its failure answer and exits 1: agent_error, with the answer kept.
@@ -283,12 +277,12 @@ def test_a_failing_provider_ends_in_a_recorded_failure_answer(
 
 @pytest.mark.docker
 def test_the_agent_stops_within_its_time_budget_with_a_best_effort_answer(
-    backend: DockerBackend, gateway: Gateway, fake: FakeProvider, refs: dict[str, ImageRef], task: Task
+    docker_backend: DockerBackend, gateway: Gateway, fake: FakeProvider, refs: dict[str, ImageRef], task: Task
 ) -> None:
     fake.push(Reply(body=openai_completion("too late"), delay=3.0))
     spec = make_spec(task, refs["agent-reference"].tag)
     spec = spec.model_copy(update={"env": {**spec.env, "ISPM_TIME_BUDGET_S": "2"}})
-    out, _ = run_with_gateway(backend, gateway, spec)
+    out, _ = run_with_gateway(docker_backend, gateway, spec)
     # The gateway answers the abandoned request just after the sample and logs the hang-up: let that
     # happen inside the test, where the log is captured, rather than on the terminal after it.
     time.sleep(0.3)

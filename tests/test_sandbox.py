@@ -17,12 +17,12 @@ import sys
 import textwrap
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import docker
 import pytest
+from docker_fixtures import archive_backend, docker_backend
 from fake_provider import OPENAI_MODEL, FakeProvider
 
 from runner.contract import Answer
@@ -47,6 +47,7 @@ from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
 from runner.tasks.view import agent_files
 
+__all__ = ["archive_backend", "docker_backend"]  # fixtures, imported for pytest
 RUN = f"test-sandbox-{uuid.uuid4().hex[:8]}"
 TASK_ID = "ispm-001"
 REPLAY_QUERIES = [
@@ -56,24 +57,8 @@ REPLAY_QUERIES = [
 
 
 @pytest.fixture(scope="module")
-def docker_backend() -> Iterator[DockerBackend]:
-    backend = DockerBackend()
-    yield backend
-    backend.sweep(RUN)
-    backend.close()
-
-
-@pytest.fixture(scope="module")
 def task() -> Task:
     return {t.id: t for t in load_tasks(tasks_dir())}[TASK_ID]
-
-
-@pytest.fixture(scope="module")
-def archive_backend() -> Iterator[DockerBackend]:
-    """Collects through ``get_archive`` even where the volume's mount point is readable."""
-    backend = DockerBackend(sweep_on_start=False, direct_read=False)
-    yield backend
-    backend.close()
 
 
 @pytest.fixture(
@@ -419,7 +404,7 @@ def test_a_volume_that_cannot_be_held_falls_back_to_the_keeper_layout(
         if not backend.holds_output:
             pytest.skip("this process cannot hold the engine's volumes: the keeper layout is used")
         # As if this process were in another mount namespace than the engine: the mount point is not the tmpfs.
-        monkeypatch.setattr("runner.sandbox.docker._hold_volume", lambda path, size: None)
+        monkeypatch.setattr("runner.sandbox.docker.volume.hold", lambda path, size: None)
         out = backend.run_sample(make_spec(task, refs["agent-null"].tag))
         assert (out.status, out.error, out.exit_code) == ("ok", None, 0)
         assert backend.holds_output is False
@@ -437,7 +422,7 @@ def test_an_image_that_cannot_run_the_gate_fails_its_sample_and_keeps_the_layout
     try:
         if not backend.holds_output:
             pytest.skip("this process cannot hold the engine's volumes: the keeper layout is used")
-        monkeypatch.setattr("runner.sandbox.docker.GATE", ["/no/such/shell"])
+        monkeypatch.setattr("runner.sandbox.docker.held.GATE", ["/no/such/shell"])
         out = backend.run_sample(make_spec(task, refs["agent-null"].tag))
         # The init fails to start the gate: the container stops at once, before or after /output is held.
         assert out.status in ("sandbox_error", "agent_error"), out.error

@@ -1,4 +1,4 @@
-"""The v1 consensus (CONTRACT.md clause 5), as pure functions over judge votes.
+"""The v1 consensus (docs/scoring.md, section 2), as pure functions over judge votes.
 
 - **Within an epoch** the lowest non-abstaining judge grade wins; if every judge abstains, the
   epoch abstains.
@@ -55,7 +55,7 @@ class ConsensusError(GradingError):
 class Consensus(BaseModel):
     """The consensus grade of one task on one dimension, with the per-epoch results behind it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     task_id: str
     """The task."""

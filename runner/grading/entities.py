@@ -104,7 +104,7 @@ class IdentityIndex:
 class EntityMatch(BaseModel):
     """One truth entity and the evidence item that matched it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     truth: Entity
     evidence: EvidenceItem
@@ -113,7 +113,7 @@ class EntityMatch(BaseModel):
 class EntityCheck(BaseModel):
     """Evidence against truth: what matched, what was missed, what was extra."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     truth_count: int
     """Ground-truth entities."""
@@ -136,7 +136,7 @@ class EntityCheck(BaseModel):
 class VerdictCheck(BaseModel):
     """The answer's verdict, where it came from, and whether it matches the truth."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     verdict: VerdictValue | None
     """The parsed verdict, or ``None`` when the answer gives none."""

@@ -31,7 +31,7 @@ Dimension = Literal[
     "reasoning_utility",
     "sql_semantic_appropriateness",
 ]
-"""The six judged dimensions of CONTRACT.md, in the contract's order."""
+"""The six judged dimensions, in the order docs/scoring.md lists them."""
 
 DIMENSIONS: Final[tuple[Dimension, ...]] = get_args(Dimension)
 
@@ -57,7 +57,7 @@ class Vote(BaseModel):
 
     # Strict: a vote file is audit input, so "1" is not an epoch and "Correct" is not a grade.
     # Extra keys (model ids, tokens, latency) are ignored, because they do not change the vote.
-    model_config = ConfigDict(strict=True, frozen=True, extra="ignore")
+    model_config = ConfigDict(strict=True, frozen=True, extra="ignore", use_attribute_docstrings=True)
 
     task_id: str = Field(min_length=1)
     """The task this vote is about."""

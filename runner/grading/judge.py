@@ -37,7 +37,7 @@ import json
 import re
 import secrets
 from collections.abc import Callable
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -46,7 +46,9 @@ from runner.gateway.protocols import TranslationError
 from runner.gateway.providers import ProviderClient, ProviderError, client_for
 from runner.grading.coverage import CoverageReport
 from runner.grading.entities import EntityCheck, VerdictCheck
-from runner.grading.grades import DIMENSIONS, Dimension, Grade, Vote
+from runner.grading.grades import DIMENSIONS, Dimension, Grade
+from runner.grading.model import JudgeFailure as JudgeFailure
+from runner.grading.model import JudgeVote as JudgeVote
 from runner.grading.replay import ReplayReport
 from runner.grading.rubric import RubricSet, load_rubrics
 from runner.tasks.model import Task
@@ -65,10 +67,6 @@ EXCERPT_CHARS = 160
 # What a key or token looks like in text a provider sent back: never copied into a journal or a terminal.
 _SECRET_LIKE = re.compile(r"(?i)\b(?:sk|pk|rk)-[a-z0-9_\-]{6,}|\bbearer\s+\S+|\b[a-z0-9_\-]{32,}\b")
 
-JudgeFailure = Literal["malformed", "refused", "error"]
-"""Why a judge could not grade: a reply that did not parse (or was empty or truncated), a refusal, or a
-provider error."""
-
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     """``text`` on one line, with anything that looks like a key or token redacted, cut to ``limit`` characters."""
@@ -79,7 +77,7 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
 class JudgeInput(BaseModel):
     """Everything a judge may see about one sample. No container, only collected output."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     task: Task
     truth: TaskTruth
@@ -89,49 +87,6 @@ class JudgeInput(BaseModel):
     coverage: CoverageReport | None
     entities: EntityCheck
     verdict: VerdictCheck
-
-
-class JudgeVote(BaseModel):
-    """One judge's grade for one dimension, with what it cost. ``to_vote`` gives the consensus input."""
-
-    model_config = ConfigDict(frozen=True)
-
-    task_id: str
-    epoch: int
-    judge: str
-    """The judge alias, e.g. ``openai/gpt-4.1`` or ``ref``."""
-    dimension: Dimension
-    grade: Grade
-    rationale: str
-    """The judge's reason; for an abstention, why it could not grade."""
-    requested_model: str | None = None
-    """The model name sent to the provider; ``None`` for the reference judge."""
-    returned_model: str | None = None
-    """The model id the provider returned on the wire, from the last reply."""
-    input_tokens: int = 0
-    """Prompt tokens over every call for this (task, epoch, judge)."""
-    output_tokens: int = 0
-    """Completion tokens over every call for this (task, epoch, judge)."""
-    latency_s: float = 0.0
-    """Wall time of those calls, provider retries included."""
-    attempts: int = 0
-    """Judge calls made (each may hide provider-level retries)."""
-    rubric_sha256: str | None = None
-    """sha256 of the rubric file this dimension was graded with."""
-    failure: JudgeFailure | None = None
-    """Set on an abstention the judge did not choose: its reply did not parse, it refused, or the provider
-    failed. ``None`` for a grade and for a deliberate ``abstain``."""
-
-    def to_vote(self) -> Vote:
-        """The plain consensus vote."""
-        return Vote(
-            task_id=self.task_id,
-            epoch=self.epoch,
-            judge=self.judge,
-            dimension=self.dimension,
-            grade=self.grade,
-            rationale=self.rationale,
-        )
 
 
 class Judge(Protocol):

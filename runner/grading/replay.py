@@ -79,7 +79,7 @@ _READ_STARTS = ("select", "with", "values", "explain", "pragma")
 class ReplayedQuery(BaseModel):
     """One distinct SQL text of the sample, replayed once."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     sql: str
     """The agent's original text, byte for byte."""
@@ -108,7 +108,7 @@ class ReplayedQuery(BaseModel):
 class ReplayReport(BaseModel):
     """Every distinct query of one sample, replayed, with counts for quick reading."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     queries: list[ReplayedQuery]
     """Declared texts first, in the answer's order, then logged-only texts in log order."""

@@ -34,7 +34,7 @@ class RubricError(GradingError):
 class Rubric(BaseModel):
     """One dimension's rubric."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     dimension: Dimension
     """The dimension it grades."""
@@ -49,7 +49,7 @@ class Rubric(BaseModel):
 class RubricSet(BaseModel):
     """All six rubrics and one digest over them."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     rubrics: dict[Dimension, Rubric]
     """Keyed by dimension, in the contract's order."""

@@ -45,7 +45,7 @@ class AuditError(IspmError):
 class AuditReport(BaseModel):
     """What an audit found. ``ok`` only when ``problems`` is empty."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     source: str
     """The run folder or bundle audited."""

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from runner.grading.consensus import Consensus, consensus
 from runner.grading.grades import ABSTAIN, DIMENSIONS, Dimension, Grade, Vote, score
-from runner.grading.judge import JudgeVote
+from runner.grading.model import JudgeVote
 from runner.record import stats
 from runner.record.health import run_health
 from runner.record.model import (
@@ -35,6 +35,7 @@ from runner.run.journal import (
     RunStarted,
     RunStopped,
     RunTimedOut,
+    SampleAttempt,
     SampleFinished,
     SampleGraded,
 )
@@ -74,9 +75,14 @@ def build_record(entries: Sequence[Entry], tasks: Iterable[Task]) -> RunRecord:
     run_s = 0.0
     ended_at: str | None = None
     stop_reason: str | None = None
+    duplicates: dict[tuple[str, int], list[SampleAttempt]] = defaultdict(list)
     for e in entries:
         if isinstance(e, SampleFinished):
-            outputs.setdefault((e.output.task_id, e.output.epoch), e)
+            pair = (e.output.task_id, e.output.epoch)
+            if pair in outputs:
+                # The first result is the one graded; a later one is an attempt, never a second vote.
+                duplicates[pair].append(SampleAttempt(node=e.node or "", outcome="duplicate", detail=e.output.status))
+            outputs.setdefault(pair, e)
         elif isinstance(e, SampleGraded):
             grades.setdefault((e.task_id, e.epoch), e)
         elif isinstance(e, RunFinished | RunTimedOut | RunInterrupted | RunStopped):
@@ -84,7 +90,10 @@ def build_record(entries: Sequence[Entry], tasks: Iterable[Task]) -> RunRecord:
             status = _ENDS[e.kind]
             stop_reason = e.reason if isinstance(e, RunStopped) else None
 
-    samples = [_sample(outputs.get(pair), graded) for pair, graded in sorted(grades.items(), key=_epoch_first)]
+    samples = [
+        _sample(outputs.get(pair), graded, duplicates.get(pair, []))
+        for pair, graded in sorted(grades.items(), key=_epoch_first)
+    ]
     votes = [v for s in samples for v in s.votes]
     scores = None
     if status == "completed":
@@ -151,7 +160,7 @@ def _epoch_first(item: tuple[tuple[str, int], SampleGraded]) -> tuple[int, str]:
     return item[0][1], item[0][0]
 
 
-def _sample(finished: SampleFinished | None, graded: SampleGraded) -> SampleRecord:
+def _sample(finished: SampleFinished | None, graded: SampleGraded, duplicates: list[SampleAttempt]) -> SampleRecord:
     if finished is None:
         raise RunError(f"the journal grades {graded.task_id} epoch {graded.epoch} but never collected it")
     output, usage = finished.output, finished.usage
@@ -187,6 +196,8 @@ def _sample(finished: SampleFinished | None, graded: SampleGraded) -> SampleReco
         agent_calls=list(usage.calls) if usage is not None else [],
         judges=judges,
         votes=graded.votes,
+        node=finished.node,
+        attempts=[*finished.attempts, *duplicates],
     )
 
 
@@ -216,12 +227,12 @@ def _failures(samples: Sequence[SampleRecord]) -> dict[str, int]:
 
 
 def _abstention_rates(votes: Sequence[JudgeVote]) -> dict[Dimension, float]:
-    total: dict[Dimension, int] = defaultdict(int)
-    abstained: dict[Dimension, int] = defaultdict(int)
+    # The same statistic as ``Reliability.abstention`` (one formula, ``stats.abstention_rate``), published for
+    # every run, scored or not.
+    grades: dict[Dimension, list[Grade]] = defaultdict(list)
     for v in votes:
-        total[v.dimension] += 1
-        abstained[v.dimension] += v.grade == ABSTAIN
-    return {d: round(abstained[d] / total[d], 6) for d in DIMENSIONS if total[d]}
+        grades[v.dimension].append(v.grade)
+    return {d: round(rate, 6) for d in DIMENSIONS if (rate := stats.abstention_rate(grades[d])) is not None}
 
 
 def dimension_score(grades: Sequence[Grade]) -> DimensionScore:

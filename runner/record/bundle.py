@@ -35,7 +35,7 @@ class BundleError(IspmError):
 class BundleManifest(BaseModel):
     """``MANIFEST.json``: the run folder's name and the sha256 of every file, by path inside the run folder."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     version: int = BUNDLE_VERSION
     run: str

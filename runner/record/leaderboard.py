@@ -2,7 +2,7 @@
 
 A run is ranked by its ``answer_correctness`` mean (then strict success) only when it has a score, is not a
 harness calibration and is healthy. Every other run is still listed, unranked, with the reason
-(``runner.record.standing``): a timed-out or stopped run has no score at all (CONTRACT clause 6), a calibration run
+(``runner.record.standing``): a timed-out or stopped run has no score at all (docs/scoring.md, 8), a calibration run
 measures the harness, never a model, and a run whose judges or candidate failed over the health threshold has a
 score nobody should trust.
 """

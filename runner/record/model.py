@@ -1,4 +1,4 @@
-"""The run record, ``record.json``: what a run publishes (CONTRACT.md, "What an official run publishes").
+"""The run record, ``record.json``: what a run publishes (docs/scoring.md).
 
 Everything in it is computed from the run's journal by :func:`runner.record.build.build_record`, so anyone
 can recompute it. ``scores`` is ``None`` unless the run completed: a run that timed out has no score at all.
@@ -14,9 +14,10 @@ from runner.contract import SampleStatus, SampleTimings
 from runner.gateway.model import ModelCall
 from runner.grading.coverage import CoverageReport
 from runner.grading.grades import Dimension, Grade
-from runner.grading.judge import JudgeVote
+from runner.grading.model import JudgeVote
 from runner.record.health import RunHealth
-from runner.run.dry_run import JudgeDryRun
+from runner.run.journal import SampleAttempt
+from runner.run.model import JudgeDryRun
 from runner.run.spec import Digests, RunSpec
 
 RECORD_VERSION: Literal[1] = 1
@@ -51,10 +52,15 @@ class TaskResult(_Model):
     """One task's consensus, per dimension, with the per-epoch consensus behind it."""
 
     task_id: str
+    """The task's id, e.g. ``ispm-001``."""
     kind: str
+    """``verdict`` or ``enumeration``."""
     category: str
+    """The task's category, e.g. ``offboarding``."""
     vendors: list[str]
+    """The vendors the task touches."""
     hops: int
+    """1: one system; 2: one cross-system identity resolution; 3: a chain of two or more."""
     grades: dict[Dimension, Grade]
     """Consensus across epochs (mode, ties downward)."""
     epochs: dict[Dimension, dict[int, Grade]]
@@ -81,6 +87,7 @@ class Reliability(_Model):
     """Per-task agreement across epochs: the share of a task's real epoch grades equal to its consensus, averaged
     over tasks."""
     inter_judge: dict[Dimension, InterJudge]
+    """Agreement between the two judges, per dimension."""
     ci: dict[Dimension, tuple[float, float] | None]
     """Bootstrap 95% CI (percentile, tasks resampled) of each dimension's mean."""
     strict_success_ci: tuple[float, float] | None
@@ -99,6 +106,7 @@ class Scores(_Model):
     """The aggregate numbers. Present only on a completed run."""
 
     dimensions: dict[Dimension, DimensionScore]
+    """Each dimension's mean over the tasks' consensus grades."""
     strict_success_rate: float | None
     """Share of tasks (with any real grade) whose every non-abstaining dimension is ``correct``."""
     breakdowns: dict[str, dict[str, DimensionScore]]
@@ -112,6 +120,7 @@ class Scores(_Model):
     """Agreement, inter-judge reliability, CIs and abstention, withheld with the rest of the score. Records written
     before it existed load with None."""
     tasks: list[TaskResult]
+    """Every task's consensus, in task order."""
 
 
 class TokenCount(_Model):
@@ -135,9 +144,13 @@ class SampleRecord(_Model):
     """One sample: its status, SQL, timings and every vote with its rationale."""
 
     task_id: str
+    """The sample's task."""
     epoch: int
+    """The sample's epoch (1-based)."""
     status: SampleStatus
+    """``ok``, or the failure kind (see ``failures`` on the run)."""
     error: str | None = None
+    """Why the sample failed, as the sandbox recorded it; ``None`` when ``ok``."""
     queries_logged: int
     """SQL statements the agent ran through the SQL tool."""
     queries_declared: list[str]
@@ -148,8 +161,11 @@ class SampleRecord(_Model):
     coverage_error: str | None = None
     """Why coverage could not be measured."""
     timings: SampleTimings
+    """Wall time of each sandbox phase."""
     grade_s: float
+    """Wall time of grading this sample."""
     graded: bool
+    """Whether the judges graded it (an ungraded sample counts ``incorrect`` on every dimension)."""
     agent: TokenCount | None = None
     """The agent's steps and tokens from the gateway; ``None`` when the run had no gateway (calibration)."""
     agent_calls: list[ModelCall] = Field(default_factory=list)
@@ -158,27 +174,42 @@ class SampleRecord(_Model):
     judges: dict[str, TokenCount] = Field(default_factory=dict)
     """Each judge slot's calls and tokens for this sample (zero for the reference judge)."""
     votes: list[JudgeVote]
+    """Every judge's vote on every dimension, with its rationale and cost."""
+    node: str | None = None
+    """The cluster node the sample ran on (the ``ray`` backend); ``None`` on one machine."""
+    attempts: list[SampleAttempt] = Field(default_factory=list)
+    """Attempts that are not the one graded: lost with their node, or late duplicates (never a second vote)."""
 
 
 class RunRecord(_Model):
     """``record.json``: everything a run publishes, recomputable from ``journal.jsonl``."""
 
     version: Literal[1] = RECORD_VERSION
+    """The record format's version."""
     run_id: str
+    """The run's id, also its folder's name under ``runs/``."""
     status: RunStatus
     """``completed``; ``timed_out`` (run limit passed: no score); ``incomplete`` (stopped, resumable)."""
     official: bool
+    """Whether ``--official`` accepted the spec (every v1 value locked)."""
     calibration: str | None
     """``replay`` (gold answers) or ``null``: harness calibration, never a model's score."""
     spec: RunSpec
+    """What the run ran, as written into the journal's first entry."""
     digests: Digests
+    """The world, task set, ground truth and rubric digests the numbers are pinned to."""
     images: dict[str, str]
+    """The images the run used, by name, as recorded when it started."""
     runner_version: str
+    """The ``ispm`` version that ran it."""
     candidate_model: str | None
+    """The candidate model alias; ``None`` for calibration runs."""
     resolved_models: dict[str, str]
     """Model id returned on the wire, by alias; empty for the reference judge and calibration agents."""
     started_at: str
+    """When the run first started (UTC, ISO 8601)."""
     ended_at: str | None
+    """When its last attempt ended (UTC, ISO 8601); ``None`` if it never ended."""
     run_s: float
     """Run wall time over every attempt, as counted against the run limit."""
     phases_s: dict[str, float]
@@ -192,7 +223,9 @@ class RunRecord(_Model):
     abstention_rates: dict[Dimension, float]
     """Share of raw judge votes that abstained, per dimension."""
     samples_planned: int
+    """Tasks times epochs."""
     samples_graded: int
+    """Samples recorded in ``samples``: graded by the judges, or recorded ``incorrect`` when broken."""
     stop_reason: str | None = None
     """Why a circuit breaker stopped the run, when that is how its last attempt ended; ``None`` otherwise."""
     judge_dry_runs: list[JudgeDryRun] = Field(default_factory=list)
@@ -205,3 +238,4 @@ class RunRecord(_Model):
     scores: Scores | None = Field(default=None)
     """``None`` unless ``status`` is ``completed``."""
     samples: list[SampleRecord]
+    """Every sample, in (task, epoch) order."""

@@ -26,7 +26,7 @@ from markupsafe import Markup
 
 from runner.grading.coverage import CoverageReport, JoinEdge
 from runner.grading.grades import DIMENSIONS, Dimension, Grade
-from runner.grading.judge import JudgeVote
+from runner.grading.model import JudgeVote
 from runner.record.model import FAILURE_KINDS, RunRecord, SampleRecord, TokenCount
 from runner.record.standing import no_score_reason, unranked_reason
 from runner.tasks.model import Task

@@ -1,4 +1,4 @@
-"""Reliability and consistency statistics of a run (issue 7, "The run record", item 5), as pure functions.
+"""Reliability and consistency statistics of a run (docs/scoring.md, section 4), as pure functions.
 
 Grades enter as ranks on the ordinal scale ``incorrect`` (0) < ``partial`` (1) < ``correct`` (2); ``abstain`` is
 not a grade, so it never enters an agreement statistic and is counted by :func:`abstention_rate` instead.

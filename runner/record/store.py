@@ -24,9 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from runner.contract import SampleStatus
 from runner.errors import IspmError
 from runner.grading.grades import Dimension, Grade, score
-from runner.record.model import RunRecord, RunStatus
-
-RECORD_NAME = "record.json"
+from runner.record.model import RECORD_NAME, RunRecord, RunStatus
 
 # Each named query is one question people ask across runs. ``$run_a``/``$run_b`` are bound for ``diff``.
 QUERIES: dict[str, str] = {
@@ -79,7 +77,7 @@ class AnalyticsError(IspmError):
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", use_attribute_docstrings=True)
 
 
 class SpecSummary(_Part):

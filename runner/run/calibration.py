@@ -3,7 +3,7 @@
 The replay agent replays the gold answer of every task and must score 100% answer correctness; the null
 agent answers nothing and must score 0%. Both use the offline reference judge in both slots (``ref#1`` and
 ``ref#2``: the slots need distinct aliases) and no model, so they need no API key. They are never official:
-CONTRACT.md's official runs are 5 epochs with two floating model judges; the demo defaults to 1 epoch.
+Official runs (docs/scoring.md, section 6) are 5 epochs with two floating model judges; the demo defaults to 1 epoch.
 """
 
 from __future__ import annotations

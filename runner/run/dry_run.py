@@ -23,12 +23,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from runner.contract import SampleOutput
 from runner.grading.grade import GradingContext, grade_sample
 from runner.grading.grades import Grade
 from runner.grading.judge import Judge, JudgeVote, excerpt
+from runner.run.model import JudgeDryRun as JudgeDryRun
 from runner.run.spec import RunError
 from runner.tasks.model import Task
 from runner.tasks.truth import TaskTruth
@@ -45,38 +46,6 @@ class CalibrationSample(NamedTuple):
 
     agent: CalibrationAgent
     output: SampleOutput
-
-
-class JudgeDryRun(BaseModel):
-    """What one judge's dry run cost, and what the whole run is projected to cost in judge tokens."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
-
-    judge: str
-    """The judge alias."""
-    samples: int
-    """Calibration samples graded."""
-    calls: int
-    """Judge calls made (each may hide provider-level retries)."""
-    input_tokens: int
-    output_tokens: int
-    latency_s: float
-    """Wall time of those calls."""
-    projected_samples: int
-    """Samples the run will grade with this judge."""
-    projected_input_tokens: int
-    """Mean input tokens per dry-run sample times ``projected_samples``."""
-    projected_output_tokens: int
-    """Mean output tokens per dry-run sample times ``projected_samples``."""
-
-    def summary_line(self) -> str:
-        """What preflight prints for this judge."""
-        return (
-            f"judge dry run  {self.judge}: {self.samples} calibration samples in {self.calls} call(s), "
-            f"{self.input_tokens:,} in / {self.output_tokens:,} out tokens, {self.latency_s:.1f} s; "
-            f"projected for {self.projected_samples:,} samples: ~{self.projected_input_tokens:,} in / "
-            f"~{self.projected_output_tokens:,} out tokens"
-        )
 
 
 class JudgeDryRunError(RunError):

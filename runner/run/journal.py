@@ -19,10 +19,10 @@ from typing import Annotated, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from runner.contract import SampleOutput
-from runner.gateway.server import SampleUsage
+from runner.gateway.model import SampleUsage
 from runner.grading.coverage import CoverageReport
-from runner.grading.judge import JudgeVote
-from runner.run.dry_run import JudgeDryRun
+from runner.grading.model import JudgeVote
+from runner.run.model import JudgeDryRun
 from runner.run.spec import Digests, RunError, RunSpec
 
 JOURNAL_NAME = "journal.jsonl"
@@ -34,7 +34,7 @@ def now() -> str:
 
 
 class _Entry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     ts: str = Field(default_factory=now)
 
@@ -59,6 +59,20 @@ class RunStarted(_Entry):
     projection for the run; empty for the reference judge."""
 
 
+class SampleAttempt(BaseModel):
+    """An attempt at a sample that is not the one kept: lost with its node, or a late duplicate."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    node: str
+    """The cluster node it ran on."""
+    outcome: Literal["lost", "duplicate"]
+    """``lost``: the node or its worker died before a result came back, and the sample ran again elsewhere;
+    ``duplicate``: a second result for a sample already kept, recorded and never graded."""
+    detail: str
+    """Why, in the words of the cluster."""
+
+
 class SampleFinished(_Entry):
     """One sample ran: everything the host collected."""
 
@@ -66,6 +80,10 @@ class SampleFinished(_Entry):
     output: SampleOutput
     usage: SampleUsage | None = None
     """The agent's requests and tokens as the gateway counted them; ``None`` when the run had no gateway."""
+    node: str | None = None
+    """The cluster node the sample ran on (the ``ray`` backend); ``None`` on one machine."""
+    attempts: list[SampleAttempt] = Field(default_factory=list)
+    """Earlier attempts lost with their node; empty when the first attempt is the one kept."""
 
 
 class SampleGraded(_Entry):

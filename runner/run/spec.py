@@ -1,7 +1,7 @@
 """The run spec: what one run runs, and what ``--official`` locks to v1.
 
 A spec is written into the journal's first entry, so a resumed run continues with exactly the spec it started
-with. ``official`` checks a spec against CONTRACT.md clause 4 and 6 and the pinned digests; any spec that has
+with. ``official`` checks a spec against what docs/scoring.md (6) locks and the pinned digests; any spec that has
 not passed it is recorded as non-official.
 """
 
@@ -70,6 +70,7 @@ class RunSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     version: Literal[1] = 1
+    """The spec format's version."""
     agent_image: str
     """The agent image, as given (``replay`` and ``null`` name our own images)."""
     candidate: str | None = None
@@ -77,7 +78,9 @@ class RunSpec(BaseModel):
     judges: tuple[str, str]
     """The two judge slots: ``ref`` / ``ref#N`` for the offline reference judge, else ``provider/model``."""
     epochs: int = Field(default=V1_EPOCHS, ge=1, le=100)
+    """How many times each task is run (official: 5)."""
     concurrency: int = Field(default=V1_CONCURRENCY, ge=1, le=64)
+    """Samples run at once."""
     sample_limit_s: float = Field(default=V1_SAMPLE_LIMIT_S, gt=0)
     """Wall time per sample, enforced from outside the container."""
     run_limit_s: float = Field(default=V1_RUN_LIMIT_S, gt=0)
@@ -88,7 +91,9 @@ class RunSpec(BaseModel):
     run (resumable once the cause is fixed)."""
     tasks: list[str] | None = None
     """Only these task ids; ``None`` means the whole task set."""
-    backend: Literal["docker", "local"] = "docker"
+    backend: Literal["docker", "local", "ray"] = "docker"
+    """``docker`` on this machine, ``ray`` across a Ray cluster's Docker hosts (``runner.cluster``), ``local`` for
+    development only."""
     calibration: Calibration | None = None
     """``replay``: the replay agent replays gold answers mounted from the run folder; ``null``: the null agent."""
     official: bool = False
@@ -111,8 +116,8 @@ def official(spec: RunSpec, digests: Digests) -> RunSpec:
             a calibration run, a value that is not v1's, or a world or task digest that does not match.
     """
     problems: list[str] = []
-    if spec.backend != "docker":
-        problems.append(f"the {spec.backend} backend isolates nothing; official runs use docker")
+    if spec.backend == "local":
+        problems.append("the local backend isolates nothing; official runs use docker or ray")
     if spec.tasks is not None:
         problems.append("a task filter; official runs run every task")
     if any(not j.strip() for j in spec.judges):

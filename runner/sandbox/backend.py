@@ -128,13 +128,18 @@ class SampleSpec(BaseModel):
 class SweepReport(BaseModel):
     """What a sweep removed (and what it could not)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     containers: list[str] = Field(default_factory=list)
+    """Short ids of the containers removed."""
     volumes: list[str] = Field(default_factory=list)
+    """Names of the volumes removed."""
     networks: list[str] = Field(default_factory=list)
+    """Names of the networks removed."""
     directories: list[str] = Field(default_factory=list)
+    """Scratch folders removed (only by a sweep of every run)."""
     failures: list[str] = Field(default_factory=list)
+    """One line per resource that could not be removed: its kind, name and the engine's error."""
 
 
 def gateway_env(token: str, model: str | None = None, port: int = FORWARDER_PORT) -> dict[str, str]:

@@ -33,8 +33,6 @@ unpinned reference (a bare tag) is refused: a tag can move, and the benchmark's 
 
 from __future__ import annotations
 
-import argparse
-import fcntl
 import hashlib
 import json
 import os
@@ -53,6 +51,7 @@ from typing import Any, Literal
 
 import docker
 import docker.errors
+from filelock import FileLock
 from pydantic import BaseModel, ConfigDict
 
 from runner import log
@@ -88,7 +87,7 @@ class ImageError(IspmError):
 class ImageRef(BaseModel):
     """One image as resolved on this Docker engine."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     name: str
     """Short name: ``base``, ``agent-null``, ``agent-replay``, ``agent-reference``, ``agent-claude-code``, ..."""
@@ -111,7 +110,7 @@ class ImageRef(BaseModel):
 class ImageRecord(BaseModel):
     """The content of ``.cache/images.json``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     scheme: str = DIGEST_SCHEME
     images: dict[str, ImageRef]
@@ -537,12 +536,8 @@ def _build_lock() -> Iterator[None]:
     # Two `make images` (or a test run and a user) must not build the same tag at once.
     path = record_path().with_suffix(".lock")
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with FileLock(path):
+        yield
 
 
 def _write_record(refs: dict[str, ImageRef]) -> None:
@@ -597,30 +592,3 @@ def prune_stale(
                     engine.images.remove(tag, noprune=False)
                 removed.append(str(tag))
     return sorted(removed)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m runner.sandbox.images``: ensure the images and print one line (or JSON) per image."""
-    parser = argparse.ArgumentParser(prog="python -m runner.sandbox.images", description=main.__doc__)
-    parser.add_argument("--json", action="store_true", help="print the record as JSON")
-    parser.add_argument("--prune", action="store_true", help="then remove our images' out-of-date tags")
-    args = parser.parse_args(argv)
-    try:
-        refs = ensure_images()
-        pruned = prune_stale(keep=refs) if args.prune else []
-    except IspmError as exc:
-        print(f"images: error: {exc}", file=sys.stderr)
-        return 1
-    if args.json:
-        print(ImageRecord(images=refs).model_dump_json(indent=2))
-        return 0
-    for ref in refs.values():
-        state = f"built in {ref.seconds:.1f}s" if ref.built else "reused"
-        print(f"{ref.tag:<32} {ref.id[:19]}  {state}")
-    for tag in pruned:
-        print(f"{tag:<32} removed (out of date)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO
 
 from runner import log
-from runner.contract import SampleOutput
+from runner.contract import AGENT_CONTRACT, SampleOutput
 from runner.errors import SandboxError
 from runner.sandbox import forwarder
 from runner.sandbox.backend import (
@@ -121,7 +121,7 @@ class LocalBackend(Backend[_LocalSample]):
             "LANG": "C.UTF-8",
             "HOME": str(handle.folder),
             "TMPDIR": str(handle.folder),
-            "ISPM_AGENT_CONTRACT": "ispm.agent/v1",
+            "ISPM_AGENT_CONTRACT": AGENT_CONTRACT,
             "ISPM_TASK_DIR": str(handle.folder / "task"),
             "ISPM_OUTPUT_DIR": str(output),
             "ISPM_WORLD": str(spec.world_file),

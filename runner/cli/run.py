@@ -1,0 +1,198 @@
+"""The run commands: ``ispm preflight``, ``ispm run`` and ``ispm demo``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from runner.cli.output import json_option, print_json
+
+if TYPE_CHECKING:
+    from runner.run.start import RunResult
+
+
+@click.command("preflight")
+@click.option("--candidate", required=True, metavar="PROVIDER/MODEL", help="The candidate model, e.g. openai/gpt-4.1.")
+@click.option(
+    "--judge",
+    "judges",
+    multiple=True,
+    metavar="PROVIDER/MODEL",
+    help="A judge model, e.g. anthropic/claude-sonnet-4-6; repeat the option for each judge.",
+)
+@click.option(
+    "--no-dry-run",
+    "skip_dry_run",
+    is_flag=True,
+    help="Only probe each model; skip the judges' dry run on the calibration set (ispm run never skips it).",
+)
+@json_option("Print the resolved models (and judges' dry runs) as JSON.")
+def preflight_command(candidate: str, judges: tuple[str, ...], skip_dry_run: bool, as_json: bool) -> None:
+    """Probe the candidate and each judge, then have each judge grade the calibration set.
+
+    Each model gets one minimal request; the model id each provider returned is printed. Then each judge grades
+    the calibration set shipped with the task set (the gold replay agent's and the null agent's answers on a few
+    tasks) with the real rubrics and prompt: every reply must parse, gold must be graded correct and null
+    incorrect on answer_correctness. The dry run's tokens and latency are printed with a projection of each
+    judge's tokens over an official run (every task, 5 epochs).
+
+    Keys and endpoints come from the host environment only: OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY,
+    ANTHROPIC_BASE_URL. Exits 1 with one line per problem: a missing key (naming its variable), an unknown
+    alias, an endpoint that cannot be reached or refuses the probe, a judge that fails its dry run (naming the
+    judge, the dimension and what came back). No request is sent unless every alias is known and has its key.
+
+    Example: ispm preflight --candidate openai/gpt-4.1 --judge anthropic/claude-sonnet-4-6 --judge openai/o3
+    """
+    from runner.gateway.preflight import preflight
+    from runner.grading.judge import LLMJudge
+    from runner.grading.rubric import load_rubrics
+    from runner.paths import tasks_dir
+    from runner.run.spec import V1_EPOCHS
+    from runner.run.start import dry_run
+    from runner.tasks.load import load_tasks
+
+    roles = ["candidate"] + ["judge"] * len(judges)
+    resolved = preflight([candidate, *judges])
+    dry_runs = {}
+    if judges and not skip_dry_run:
+        rubrics = load_rubrics()
+        slots = [LLMJudge(j, rubrics=rubrics) for j in dict.fromkeys(judges)]
+        planned = len(load_tasks(tasks_dir())) * V1_EPOCHS
+        dry_runs = {d.judge: d for d in dry_run(slots, planned, rubrics)}
+    if as_json:
+        payload = []
+        for role, m in zip(roles, resolved, strict=True):
+            entry = {"role": role, **m.model_dump(mode="json")}
+            if role == "judge" and m.alias in dry_runs:
+                entry["dry_run"] = dry_runs[m.alias].model_dump(mode="json")
+            payload.append(entry)
+        print_json(payload)
+        return
+    for role, model in zip(roles, resolved, strict=True):
+        returned = model.returned_model or "(the provider returned no model id)"
+        click.echo(f"{role:<9}  {model.alias}  ->  {returned}  ({model.latency_s:.2f} s, {model.base_url})")
+    for d in dry_runs.values():
+        click.echo(d.summary_line())
+
+
+@click.command("run")
+@click.option("--agent-image", help="The agent image: any tag, or replay / null for the built-in agents.")
+@click.option("--candidate", help="The candidate model the agent runs against, provider/model.")
+@click.option(
+    "--judge", "judges", multiple=True, help="A judge slot: ref / ref#N (offline) or provider/model. Give two."
+)
+@click.option("--epochs", type=click.IntRange(1, 100), default=5, show_default=True, help="Epochs per task.")
+@click.option("--concurrency", type=click.IntRange(1, 64), default=2, show_default=True, help="Samples at once.")
+@click.option(
+    "--breaker-after",
+    type=click.IntRange(1),
+    default=10,
+    show_default=True,
+    help="Stop the run when a judge, or the candidate, fails on this many consecutive samples (official: 10).",
+)
+@click.option("--task", "task_ids", multiple=True, help="Only this task (repeat); official runs refuse a filter.")
+@click.option(
+    "--backend", type=click.Choice(["docker", "local"]), default="docker", show_default=True, help="Sandbox backend."
+)
+@click.option("--official", is_flag=True, help="Lock every value to v1 and refuse anything that is not.")
+@click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), help="Run folder [runs/<run-id>].")
+@click.option(
+    "--resume",
+    "resume_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Continue the run in this folder with its own spec; nothing already graded is redone.",
+)
+def run_command(
+    agent_image: str | None,
+    candidate: str | None,
+    judges: tuple[str, ...],
+    epochs: int,
+    concurrency: int,
+    breaker_after: int,
+    task_ids: tuple[str, ...],
+    backend: str,
+    official: bool,
+    run_dir: Path | None,
+    resume_dir: Path | None,
+) -> None:
+    """Run the benchmark: tasks × epochs in fresh sandboxes, graded by two judges, into runs/<run-id>/.
+
+    Preflight comes first: each model is probed and each model judge grades the calibration set (see ispm
+    preflight); a judge that cannot grade stops the run before any sample. During the run, a judge or the candidate
+    failing on --breaker-after consecutive samples stops it (exit 1, with the reason); fix the cause, then continue
+    with --resume.
+
+    Example: ispm run --agent-image me/agent:1 --candidate openai/gpt-4.1 --judge anthropic/claude-sonnet-4-6
+    --judge openai/gpt-4.1 --official
+
+    Example: ispm run --resume runs/20261130T060000Z-a1b2c3
+    """
+    from runner.run.spec import RunSpec
+    from runner.run.spec import official as make_official
+    from runner.run.start import current_digests, resume_run, run_preflight, start_run
+
+    if resume_dir is not None:
+        result = resume_run(resume_dir)
+    else:
+        if not agent_image:
+            raise click.UsageError("--agent-image is required (or --resume RUN_DIR)")
+        if len(judges) != 2:
+            raise click.UsageError(f"give exactly two --judge options, got {len(judges)}")
+        spec = RunSpec(
+            agent_image=agent_image,
+            candidate=candidate,
+            judges=(judges[0], judges[1]),
+            epochs=epochs,
+            concurrency=concurrency,
+            breaker_after=breaker_after,
+            tasks=list(task_ids) or None,
+            backend=backend,  # type: ignore[arg-type]
+        )
+        if official:
+            spec = make_official(spec, current_digests())
+        checked = run_preflight(spec)
+        for line in checked.summary_lines():
+            click.echo(line)
+        result = start_run(spec, run_dir, preflight=checked)
+    _print_run_result(result)
+    if result.outcome == "stopped":
+        raise click.exceptions.Exit(1)
+
+
+@click.command("demo")
+@click.option(
+    "--agent",
+    type=click.Choice(["replay", "null"]),
+    default="replay",
+    show_default=True,
+    help="replay: the gold answers (must score 100%); null: no answer (must score 0%).",
+)
+@click.option("--epochs", type=click.IntRange(1, 100), default=1, show_default=True, help="Epochs per task.")
+@click.option("--concurrency", type=click.IntRange(1, 64), default=2, show_default=True, help="Samples at once.")
+@click.option("--task", "task_ids", multiple=True, help="Only this task (repeat).")
+@click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), help="Run folder [runs/<run-id>].")
+def demo_command(agent: str, epochs: int, concurrency: int, task_ids: tuple[str, ...], run_dir: Path | None) -> None:
+    """Calibrate the harness: every task in Docker with the gold replay (or null) agent and the ref judge.
+
+    No API key is needed. This is a calibration run, never an official one (those are 5 epochs with two
+    model judges); it runs 1 epoch unless told otherwise.
+
+    Example: ispm demo --agent null
+    """
+    from runner.run.calibration import run_calibration
+
+    result = run_calibration(
+        agent,  # type: ignore[arg-type]
+        epochs=epochs,
+        concurrency=concurrency,
+        tasks=list(task_ids) or None,
+        run_dir=run_dir,
+    )
+    _print_run_result(result)
+
+
+def _print_run_result(result: RunResult) -> None:
+    for line in result.summary_lines():
+        click.echo(line)

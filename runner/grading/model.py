@@ -1,0 +1,63 @@
+"""What a judge hands the rest of the pipeline: its votes.
+
+Models only, so the run and record stages can read votes without loading the judges' HTTP clients.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from runner.grading.grades import Dimension, Grade, Vote
+
+JudgeFailure = Literal["malformed", "refused", "error"]
+"""Why a judge could not grade: a reply that did not parse (or was empty or truncated), a refusal, or a
+provider error."""
+
+
+class JudgeVote(BaseModel):
+    """One judge's grade for one dimension, with what it cost. ``to_vote`` gives the consensus input."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    task_id: str
+    """The graded task."""
+    epoch: int
+    """The graded epoch (1-based)."""
+    judge: str
+    """The judge alias, e.g. ``openai/gpt-4.1`` or ``ref``."""
+    dimension: Dimension
+    """The dimension this vote grades."""
+    grade: Grade
+    """``correct``, ``partial``, ``incorrect`` or ``abstain``."""
+    rationale: str
+    """The judge's reason; for an abstention, why it could not grade."""
+    requested_model: str | None = None
+    """The model name sent to the provider; ``None`` for the reference judge."""
+    returned_model: str | None = None
+    """The model id the provider returned on the wire, from the last reply."""
+    input_tokens: int = 0
+    """Prompt tokens over every call for this (task, epoch, judge)."""
+    output_tokens: int = 0
+    """Completion tokens over every call for this (task, epoch, judge)."""
+    latency_s: float = 0.0
+    """Wall time of those calls, provider retries included."""
+    attempts: int = 0
+    """Judge calls made (each may hide provider-level retries)."""
+    rubric_sha256: str | None = None
+    """sha256 of the rubric file this dimension was graded with."""
+    failure: JudgeFailure | None = None
+    """Set on an abstention the judge did not choose: its reply did not parse, it refused, or the provider
+    failed. ``None`` for a grade and for a deliberate ``abstain``."""
+
+    def to_vote(self) -> Vote:
+        """The plain consensus vote."""
+        return Vote(
+            task_id=self.task_id,
+            epoch=self.epoch,
+            judge=self.judge,
+            dimension=self.dimension,
+            grade=self.grade,
+            rationale=self.rationale,
+        )

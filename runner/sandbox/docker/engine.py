@@ -1,0 +1,109 @@
+"""The Docker engine: connecting, the sweep of labelled leftovers, and engine errors as ``SandboxError``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import docker
+import docker.errors
+import requests.exceptions
+
+from runner import log
+from runner.errors import SandboxError
+from runner.sandbox.backend import LABEL_OWNER, LABEL_RUN, LABEL_SANDBOX, SweepReport, owner_alive, sweep_scratch
+
+_log = log.get(__name__)
+
+ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
+"""What the Docker SDK raises when the engine refuses or cannot be reached."""
+
+
+@contextmanager
+def engine_errors(failed: str, sample_id: str | None = None) -> Iterator[None]:
+    """Turn an engine error inside the block into ``SandboxError("<failed>: <error>")``.
+
+    Raises:
+        SandboxError: the engine failed inside the block.
+    """
+    try:
+        yield
+    except ENGINE_ERRORS as exc:
+        raise SandboxError(f"{failed}: {exc}", sample_id=sample_id) from exc
+
+
+def name_part(text: str) -> str:
+    """``text`` made safe and short enough for a container or volume name."""
+    return re.sub(r"[^a-zA-Z0-9_.-]", "-", text)[:40]
+
+
+def connect() -> Any:
+    """A Docker client for the engine named by the environment.
+
+    Raises:
+        SandboxError: the engine cannot be reached.
+    """
+    with engine_errors("cannot reach the Docker engine"):
+        client = docker.from_env()
+        client.ping()
+    return client
+
+
+def sweep(client: Any | None = None, run_id: str | None = None, *, orphans_only: bool = False) -> SweepReport:
+    """Remove every container, volume and network labelled ``ispm.sandbox`` (of ``run_id`` only, if given).
+
+    With ``orphans_only`` it spares resources whose owner process is still running on this host: that is
+    what every backend start does, so a runner killed with ``kill -9`` leaves nothing after the next start,
+    while a concurrent runner's samples are left alone. Per-owner scratch folders go the same way.
+
+    Raises:
+        SandboxError: the engine cannot be reached or listed. Failures to remove one resource are reported
+            in ``failures`` instead.
+    """
+    engine = client if client is not None else connect()
+    api = engine.api
+    wanted = [f"{LABEL_SANDBOX}=1"] + ([f"{LABEL_RUN}={run_id}"] if run_id else [])
+    report = SweepReport()
+
+    def spare(labels: dict[str, str] | None) -> bool:
+        return orphans_only and owner_alive((labels or {}).get(LABEL_OWNER, ""))
+
+    with engine_errors("cannot list sandbox resources"):
+        containers = api.containers(all=True, filters={"label": wanted})
+        volumes = api.volumes(filters={"label": wanted}).get("Volumes") or []
+        networks = api.networks(filters={"label": wanted})
+    # Containers first: a volume or network still in use cannot be removed.
+    kinds: list[tuple[str, list[Any], Callable[[Any], object], Callable[[Any], str], list[str]]] = [
+        ("container", containers, lambda i: api.remove_container(i["Id"], force=True), lambda i: str(i["Id"])[:12],
+         report.containers),
+        ("volume", volumes, lambda i: api.remove_volume(i["Name"], force=True), lambda i: str(i["Name"]),
+         report.volumes),
+        ("network", networks, lambda i: api.remove_network(i["Id"]), lambda i: str(i["Name"]), report.networks),
+    ]  # fmt: skip
+    for kind, items, remove, name, removed_names in kinds:
+        for item in items:
+            if spare(item.get("Labels")):
+                continue
+            try:
+                remove(item)
+                removed_names.append(name(item))
+            except docker.errors.NotFound:
+                pass
+            except ENGINE_ERRORS as exc:
+                report.failures.append(f"{kind} {name(item)}: {exc}")
+    if run_id is None:
+        removed, failures = sweep_scratch(orphans_only=orphans_only)
+        report.directories += removed
+        report.failures += failures
+    if report.containers or report.volumes or report.networks or report.directories:
+        _log.info(
+            "sandbox.swept",
+            run=run_id,
+            containers=len(report.containers),
+            volumes=len(report.volumes),
+            networks=len(report.networks),
+            directories=len(report.directories),
+        )
+    return report

@@ -1,0 +1,31 @@
+"""The Docker backends the sandbox test modules share. Import the fixtures you need into your module, as with
+``report_runs``.
+
+The importing module defines ``RUN``: the ``ispm.run`` label its samples carry, swept when the module is done, so
+a failing test leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from runner.sandbox.docker import DockerBackend
+
+
+@pytest.fixture(scope="module")
+def docker_backend(request: pytest.FixtureRequest) -> Iterator[DockerBackend]:
+    """One backend for the whole module (it sweeps dead runners' leftovers when it starts)."""
+    backend = DockerBackend()
+    yield backend
+    backend.sweep(request.module.RUN)
+    backend.close()
+
+
+@pytest.fixture(scope="module")
+def archive_backend() -> Iterator[DockerBackend]:
+    """Collects through ``get_archive`` even where the volume's mount point is readable."""
+    backend = DockerBackend(sweep_on_start=False, direct_read=False)
+    yield backend
+    backend.close()

@@ -1,0 +1,109 @@
+"""Stage boundaries, as the README's layout table draws them: only ``runner/sandbox/`` knows Docker, only
+``runner/gateway/`` speaks HTTP, and the models that cross a stage boundary load neither.
+
+Each stage is imported in a fresh interpreter (every module of it), and the test looks at which packages that
+pulled in. A second test reads every module's imports, function-level ones included, so a lazy import cannot hide a
+leak either.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+RUNNER = Path(__file__).resolve().parent.parent / "runner"
+DOCKER = frozenset({"docker"})
+HTTP = frozenset({"httpx", "requests", "urllib3", "aiohttp"})
+
+# Direct imports that break the rule in modules whose owners are changing them right now. Each is a debt: it
+# must be moved behind runner/sandbox/ or runner/gateway/, and its line deleted here. Nothing may be added.
+PENDING: dict[str, frozenset[str]] = {
+    "run/start.py": DOCKER,  # the engine check for the docker backend
+    "board/client.py": frozenset({"httpx", "docker"}),
+    "board/quarantine.py": DOCKER,
+    "cluster/images.py": DOCKER,
+}
+
+STAGES: dict[str, frozenset[str]] = {
+    "runner.world": DOCKER | HTTP,
+    "runner.tasks": DOCKER | HTTP,
+    "runner.grading": DOCKER,  # the model judges reach their providers through runner.gateway
+    "runner.record": DOCKER,
+    "runner.gateway": DOCKER,
+    "runner.sandbox": HTTP - {"requests", "urllib3"},  # the Docker SDK's own transport
+}
+"""Each stage, all of its modules imported, and the packages it must not pull in."""
+
+MODELS = (
+    "runner.contract",
+    "runner.tasks.model",
+    "runner.gateway.model",
+    "runner.grading.model",
+    "runner.run.model",
+    "runner.run.spec",
+    "runner.run.journal",
+    "runner.record.model",
+)
+"""The models that cross a stage boundary: importing them loads neither Docker nor an HTTP client."""
+
+
+def loaded_packages(*modules: str, walk: bool) -> set[str]:
+    """Top-level packages in ``sys.modules`` after importing ``modules`` (and, with ``walk``, all under them)."""
+    script = f"""
+import importlib, json, pkgutil, sys
+for name in {list(modules)!r}:
+    module = importlib.import_module(name)
+    if {walk!r} and hasattr(module, "__path__"):
+        for found in pkgutil.walk_packages(module.__path__, name + "."):
+            if not found.name.endswith("__main__"):
+                importlib.import_module(found.name)
+print(json.dumps(sorted({{key.split(".")[0] for key in sys.modules}})))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
+    return set(json.loads(done.stdout))
+
+
+@pytest.mark.parametrize("stage", sorted(STAGES))
+def test_a_stage_pulls_in_only_what_it_may(stage: str) -> None:
+    assert loaded_packages(stage, walk=True) & STAGES[stage] == set()
+
+
+def test_the_models_that_cross_stages_load_no_docker_and_no_http_client() -> None:
+    loaded = loaded_packages(*MODELS, walk=False)
+    assert "pydantic" in loaded  # the probe itself works
+    assert loaded & (DOCKER | HTTP) == set()
+
+
+def direct_imports(path: Path) -> set[str]:
+    """Top-level names of every package ``path`` imports, at any depth of its code."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def banned_for(where: str) -> frozenset[str]:
+    """What the module at ``where`` (relative to runner/) must not import."""
+    if where.startswith("sandbox/"):
+        return HTTP - {"requests", "urllib3"}
+    if where.startswith("gateway/"):
+        return DOCKER
+    return DOCKER | HTTP
+
+
+def test_only_the_sandbox_imports_docker_and_only_the_gateway_speaks_http() -> None:
+    leaks: dict[str, set[str]] = {}
+    for path in sorted(RUNNER.rglob("*.py")):
+        where = path.relative_to(RUNNER).as_posix()
+        leak = direct_imports(path) & banned_for(where) - PENDING.get(where, frozenset())
+        if leak:
+            leaks[where] = leak
+    assert leaks == {}
