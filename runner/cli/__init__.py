@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from runner import __version__, log
-from runner.cli import analytics, grading, record, run, sandbox, schema, tasks, world
+from runner.cli import analytics, board, grading, record, run, sandbox, schema, tasks, world
 from runner.cli.group import IspmGroup
 
 
@@ -53,6 +53,9 @@ COMMANDS: tuple[click.Command, ...] = (
     record.leaderboard_command,
     record.bundle_command,
     schema.schema,
+    board.board,
+    board.submit,
+    board.verify_command,
 )
 """Every command and group under ``ispm``, by noun."""
 

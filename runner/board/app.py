@@ -1,0 +1,269 @@
+"""The board's web app: the submission API, the public key, the pages and the downloads (Starlette).
+
+Every handler that touches the database or Docker runs in a thread; the upload streams the request body to disk
+as it arrives, so a large image never sits in memory.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy import func, select
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from runner import __version__
+from runner.board import pages
+from runner.board.db import CLOSED, Submission, utcnow
+from runner.board.errors import BoardError
+from runner.board.quarantine import board_tag, inspect_archive, load_image, remove_image
+from runner.board.signing import public_pem
+from runner.board.tokens import authenticate, bearer
+from runner.board.upload import receive
+from runner.board.worker import PUBLISHED_DIR, BoardContext, cancel
+from runner.record.model import RunRecord
+from runner.record.report import REPORT_NAME
+from runner.record.verify import file_sha256, public_key_sha256, statement_paths
+
+UPLOADS_DIR = "uploads"
+MAX_NAME = 200
+MAX_LINKS = 5
+
+
+class SubmissionView(BaseModel):
+    """A submission as the API shows it."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    id: int
+    """The submission's number on this board."""
+    display_name: str
+    """As the submitter wrote it."""
+    candidate: str
+    """The served candidate model it runs against."""
+    links: list[str]
+    """The submitter's links (http or https)."""
+    state: str
+    """received, verified, queued, running, auditing, published, failed or cancelled."""
+    reason: str | None
+    """Why it failed or was cancelled."""
+    samples_done: int
+    """Samples graded so far."""
+    samples_planned: int
+    """Samples the run plans (0 before it starts)."""
+    eta_s: float | None
+    """Projected seconds left in the run, at its pace so far."""
+    image_id: str
+    """The engine's id of the loaded image."""
+    upload_sha256: str
+    """sha256 of the uploaded ``docker save`` stream."""
+    run_id: str | None
+    """The run's id, once it has one."""
+    bundle_sha256: str | None
+    """sha256 of the published bundle."""
+    created_at: datetime
+    """When the upload was received (UTC)."""
+    updated_at: datetime
+    """The last change (UTC)."""
+    published_at: datetime | None
+    """When it was published (UTC)."""
+    status_url: str
+    """The human status page."""
+
+
+def view(sub: Submission, base_url: str) -> SubmissionView:
+    """The API's view of ``sub``."""
+    fields = {k: getattr(sub, k) for k in SubmissionView.model_fields if k != "status_url"}
+    return SubmissionView(**fields, status_url=f"{base_url}/submissions/{sub.id}")
+
+
+def _base(request: Request) -> str:
+    return str(request.base_url).rstrip("/")
+
+
+def _links(values: list[str]) -> list[str]:
+    if len(values) > MAX_LINKS:
+        raise BoardError(f"at most {MAX_LINKS} links", status=422)
+    for link in values:
+        parts = urlsplit(link)
+        if parts.scheme not in ("http", "https") or not parts.netloc or len(link) > 500:
+            raise BoardError(f"a link must be an http or https URL: {link!r}", status=422)
+    return values
+
+
+def create_app(ctx: BoardContext) -> Starlette:
+    """The board's ASGI app over ``ctx``."""
+    config = ctx.config
+    key_pem = public_pem(ctx.key).decode()
+    key_sha = public_key_sha256(ctx.key.public_key())
+
+    def check_submission(authorization: str | None, name: str, candidate: str) -> int:
+        with ctx.sessions() as session:
+            token = authenticate(session, bearer(authorization))
+            if not name.strip() or len(name) > MAX_NAME:
+                raise BoardError(f"name: 1 to {MAX_NAME} characters", status=422)
+            if candidate not in config.candidates:
+                raise BoardError(
+                    f"this board does not serve the candidate {candidate!r}; it serves {config.candidates}"
+                )
+            open_count = session.scalar(
+                select(func.count())
+                .select_from(Submission)
+                .where(Submission.token_id == token.id, Submission.state.not_in(CLOSED))
+            )
+            if (open_count or 0) >= token.open_limit:
+                raise BoardError(
+                    f"this token already has {open_count} open submissions (limit {token.open_limit})", status=429
+                )
+            return token.id
+
+    def register(token_id: int, name: str, candidate: str, links: list[str], path: Path, size: int, sha: str) -> int:
+        archive = inspect_archive(path)
+        now = utcnow()
+        with ctx.sessions() as session, session.begin():
+            sub = Submission(
+                token_id=token_id, display_name=name, candidate=candidate, links=links, state="received",
+                upload_sha256=sha, upload_bytes=size, image_id=archive.image_id, image_tag="",
+                worker=f"{config.board_id}/upload", samples_done=0, samples_planned=0,
+                created_at=now, updated_at=now,
+            )  # fmt: skip
+            session.add(sub)
+            session.flush()
+            sub_id = sub.id
+        tag = board_tag(sub_id, archive)
+        try:
+            image_id = load_image(path, archive, tag)
+        except BoardError as exc:
+            with ctx.sessions() as session, session.begin():
+                row = session.get_one(Submission, sub_id)
+                row.state, row.reason, row.worker = "failed", f"quarantine: {exc}", None
+            raise
+        with ctx.sessions() as session, session.begin():
+            row = session.get_one(Submission, sub_id)
+            row.image_id, row.image_tag, row.worker = image_id, tag, None
+        return sub_id
+
+    async def submit(request: Request) -> Response:
+        query = request.query_params
+        name, candidate = query.get("name", ""), query.get("candidate", "")
+        token_id = await anyio.to_thread.run_sync(
+            check_submission, request.headers.get("authorization"), name, candidate
+        )
+        links = _links(query.getlist("link"))
+        path = config.data_dir / UPLOADS_DIR / f"{secrets.token_hex(8)}.tar"
+        upload = await receive(request.stream(), path, cap=config.max_upload_bytes)
+        try:
+            sub_id = await anyio.to_thread.run_sync(
+                register, token_id, name, candidate, links, upload.path, upload.size, upload.sha256
+            )
+        finally:
+            path.unlink(missing_ok=True)
+        sub = await anyio.to_thread.run_sync(_get, sub_id)
+        return JSONResponse(view(sub, _base(request)).model_dump(mode="json"), status_code=202)
+
+    def _get(sub_id: int) -> Submission:
+        with ctx.sessions() as session:
+            sub = session.get(Submission, sub_id)
+        if sub is None:
+            raise BoardError(f"no submission {sub_id}", status=404)
+        return sub
+
+    def _by_run(run_id: str) -> Submission:
+        with ctx.sessions() as session:
+            sub = session.scalars(
+                select(Submission).where(Submission.run_id == run_id, Submission.state == "published")
+            ).first()
+        if sub is None:
+            raise BoardError(f"no published run {run_id!r}", status=404)
+        return sub
+
+    def cancel_submission(request: Request) -> Response:
+        with ctx.sessions() as session:
+            token = authenticate(session, bearer(request.headers.get("authorization")))
+        sub = cancel(ctx, int(request.path_params["id"]), token.id)
+        if sub.image_tag:
+            remove_image(sub.image_tag)
+        return JSONResponse(view(sub, _base(request)).model_dump(mode="json"))
+
+    def status_json(request: Request) -> Response:
+        return JSONResponse(view(_get(int(request.path_params["id"])), _base(request)).model_dump(mode="json"))
+
+    def status_page(request: Request) -> Response:
+        sub = _get(int(request.path_params["id"]))
+        refresh = None if sub.state in CLOSED else pages.REFRESH_S
+        html = pages.board_page("status", f"Submission {sub.id}", s=sub, refresh_s=refresh)
+        return HTMLResponse(html)
+
+    def submissions_page(request: Request) -> Response:
+        with ctx.sessions() as session:
+            subs = list(session.scalars(select(Submission).order_by(Submission.id.desc())))
+        return HTMLResponse(pages.board_page("submissions", "Submissions", submissions=subs))
+
+    def leaderboard(request: Request) -> Response:
+        with ctx.sessions() as session:
+            subs = list(session.scalars(select(Submission).order_by(Submission.id)))
+        published = []
+        for sub in subs:
+            if sub.state == "published" and sub.run_dir:
+                record = RunRecord.model_validate_json((Path(sub.run_dir) / "record.json").read_text(encoding="utf-8"))
+                published.append((record, f"/runs/{record.run_id}"))
+        closed = [s for s in subs if s.state in ("failed", "cancelled")]
+        return HTMLResponse(pages.leaderboard_page(published, closed, board_id=config.board_id, key_sha256=key_sha))
+
+    def run_report(request: Request) -> Response:
+        sub = _by_run(request.path_params["run_id"])
+        return FileResponse(Path(sub.run_dir or "") / REPORT_NAME, media_type="text/html")
+
+    def download(request: Request) -> Response:
+        sub = _by_run(request.path_params["run_id"])
+        bundle = config.data_dir / PUBLISHED_DIR / f"{sub.run_id}.tar.gz"
+        statement, signature = statement_paths(bundle)
+        files = {"bundle": bundle, "statement": statement, "signature": signature}
+        path = files.get(request.path_params["what"])
+        if path is None:
+            raise BoardError("downloads are bundle, statement and signature", status=404)
+        return FileResponse(path, filename=path.name, media_type="application/octet-stream")
+
+    def run_locally(request: Request) -> Response:
+        binary = config.binary if config.binary is not None and config.binary.is_file() else None
+        html = pages.board_page(
+            "local", "Run it locally", version=__version__, binary=binary,
+            binary_sha256=file_sha256(binary) if binary else None, judges=config.judges,
+            base_url=_base(request), key_sha256=key_sha, public_key=key_pem,
+        )  # fmt: skip
+        return HTMLResponse(html)
+
+    def binary_download(request: Request) -> Response:
+        if config.binary is None or not config.binary.is_file():
+            raise BoardError("this board serves no ispm binary yet", status=404)
+        return FileResponse(config.binary, filename="ispm", media_type="application/octet-stream")
+
+    def public_key(request: Request) -> Response:
+        return PlainTextResponse(key_pem, media_type="application/x-pem-file")
+
+    async def board_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, BoardError)
+        return JSONResponse({"error": str(exc)}, status_code=exc.status)
+
+    routes: list[Any] = [
+        Route("/", leaderboard),
+        Route("/submissions", submissions_page),
+        Route("/submissions/{id:int}", status_page),
+        Route("/runs/{run_id}", run_report),
+        Route("/runs/{run_id}/{what:str}", download),
+        Route("/run-locally", run_locally),
+        Route("/downloads/ispm", binary_download),
+        Route("/api/v1/key", public_key),
+        Route("/api/v1/submissions", submit, methods=["POST"]),
+        Route("/api/v1/submissions/{id:int}", status_json, methods=["GET"]),
+        Route("/api/v1/submissions/{id:int}", cancel_submission, methods=["DELETE"]),
+    ]
+    return Starlette(routes=routes, exception_handlers={BoardError: board_error})

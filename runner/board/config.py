@@ -1,0 +1,88 @@
+"""What one board serves: its id, data folder, database, judges, candidate models, backend and limits.
+
+The config is a YAML file. Provider keys are never in it: the board's process environment holds them, as it does
+for ``ispm run`` (the submitter's keys are never used).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runner.board.errors import BoardError
+from runner.run.spec import Calibration
+
+DEFAULT_UPLOAD_CAP = 8 * 1024**3
+"""8 GiB: a ``docker save`` of an agent on the base image is ~0.2 GB; a real agent stack is a few GB."""
+
+
+class TrialSetting(BaseModel):
+    """TEST ONLY: shortens the official-shaped run. A run made under it is recorded as not official."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    tasks: list[str] = Field(min_length=1)
+    """Only these task ids."""
+    epochs: int = Field(default=1, ge=1)
+    """Epochs per task."""
+    calibration: Calibration | None = None
+    """``replay`` mounts gold recordings (for the gold replay image in tests); ``None`` uses the candidate."""
+
+
+class BoardConfig(BaseModel):
+    """One board's settings."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    board_id: str = Field(min_length=1, max_length=100)
+    """Names this board in every signed statement."""
+    data_dir: Path
+    """Uploads, run folders, bundles, the signing key and (by default) the SQLite database."""
+    database_url: str | None = None
+    """A SQLAlchemy URL (``postgresql+psycopg://...``); by default SQLite at ``<data_dir>/board.sqlite``."""
+    judges: tuple[str, str]
+    """The two judge aliases every official run uses."""
+    candidates: list[str] = Field(min_length=1)
+    """The candidate models the board serves; a submission names one of them."""
+    backend: Literal["docker"] = "docker"
+    """Where samples run: this machine's Docker engine (a Ray cluster backend is not wired to the board yet)."""
+    max_upload_bytes: int = Field(default=DEFAULT_UPLOAD_CAP, gt=0)
+    """The largest ``docker save`` stream accepted; a longer one is cut off and refused."""
+    open_submissions_per_token: int = Field(default=2, ge=1)
+    """How many submissions of one token may be open (not published, failed or cancelled) at once."""
+    smoke_task: str = "ispm-001"
+    """The one task an image is smoke-tested on before its run is queued."""
+    smoke_limit_s: float = Field(default=120.0, gt=0)
+    """Wall time of the smoke sample: a broken image fails in a minute, not after 12 hours."""
+    binary: Path | None = None
+    """A single-file ``ispm`` executable to serve with its sha256 on "Run it locally", when one is built."""
+    trial: TrialSetting | None = None
+    """TEST ONLY: a shortened run, recorded as not official. Absent on a real board."""
+
+    def url(self) -> str:
+        """The database URL, defaulting to SQLite in the data folder."""
+        return self.database_url or f"sqlite:///{self.data_dir / 'board.sqlite'}"
+
+
+def load_config(path: Path) -> BoardConfig:
+    """Read a board config from YAML; a relative ``data_dir`` is relative to the config file.
+
+    Raises:
+        BoardError: the file is missing, not YAML, or not a valid config.
+    """
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise BoardError(f"cannot read the board config {path}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise BoardError(f"the board config {path} is not a mapping")
+    try:
+        config = BoardConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise BoardError(f"the board config {path} is invalid: {exc}") from exc
+    if not config.data_dir.is_absolute():
+        config = config.model_copy(update={"data_dir": (path.parent / config.data_dir).resolve()})
+    return config

@@ -1,0 +1,55 @@
+"""The board's HTML pages, in the report's frame and with its autoescaping environment.
+
+The leaderboard itself is ``runner.record.leaderboard``'s page of the published records, with the board's panel
+(key, submissions not published and why) placed at the top of its main column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader
+from markupsafe import Markup
+
+from runner.board.db import Submission
+from runner.record.leaderboard import board_rows, render_leaderboard
+from runner.record.model import RunRecord
+from runner.record.report import environment, render_markdown
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+REFRESH_S = 5
+"""How often an open submission's status page reloads itself."""
+
+
+@cache
+def _scoring() -> Markup:
+    from runner.paths import scoring_doc
+
+    return render_markdown(scoring_doc().read_text(encoding="utf-8"))
+
+
+def _env() -> Environment:
+    env = environment()
+    assert env.loader is not None
+    env.loader = ChoiceLoader([FileSystemLoader(TEMPLATES), env.loader])
+    return env
+
+
+def leaderboard_page(
+    published: Sequence[tuple[RunRecord, str]], closed: Sequence[Submission], *, board_id: str, key_sha256: str
+) -> str:
+    """The leaderboard of ``published`` (record, report link), with the board's panel listing ``closed``."""
+    from runner.paths import scoring_doc
+
+    page = render_leaderboard(board_rows(published), scoring_doc().read_text(encoding="utf-8"))
+    panel = _env().get_template("board_panel.html.j2").render(board_id=board_id, key_sha256=key_sha256, closed=closed)
+    return page.replace("<main>", "<main>\n" + panel, 1)
+
+
+def board_page(page: str, title: str, **values: Any) -> str:
+    """One of the board's own pages (``status``, ``submissions``, ``local``)."""
+    values.setdefault("refresh_s", None)
+    return _env().get_template("board_page.html.j2").render(page=page, title=title, scoring=_scoring(), **values)
