@@ -160,48 +160,44 @@ def grade_sample(
     if len(set(aliases)) != len(aliases):
         raise GradingError(f"judge aliases must be distinct, got {aliases}")
 
-    if sample.status != "ok" or sample.answer is None:
-        why = f"status {sample.status}" + (f": {sample.error}" if sample.error else "")
-        if sample.status == "ok":
-            why = "status ok but no answer was collected"
-        return SampleGrade(
-            task_id=task.id,
-            epoch=epoch,
-            status=sample.status,
-            graded=False,
-            failure=why,
-            verdict=check_verdict(None, truth),
-            entities=check_entities(truth.entities, [], context.identities),
-            votes=_failure_votes(task, epoch, judges, why, context.rubrics),
-            rubric_set_digest=context.rubrics.digest,
-        )
-
-    answer = sample.answer
-    verdict = check_verdict(answer, truth)
-    entities = check_entities(truth.entities, answer.evidence, context.identities)
-    replay = context.replayer.replay_sample(sample)
+    # A broken sample keeps the checks of an empty answer and no replay or coverage (see the module doc).
+    answer = sample.answer if sample.status == "ok" else None
+    failure: str | None = None
+    replay: ReplayReport | None = None
     report: CoverageReport | None = None
-    coverage_error = None
-    try:
-        report = context.coverage(task.witness_sql, [q.sql for q in replay.queries])
-    except CoverageError as exc:
-        coverage_error = str(exc)
-    item = JudgeInput(
-        task=task,
-        truth=truth,
-        epoch=epoch,
-        answer=answer,
-        replay=replay,
-        coverage=report,
-        entities=entities,
-        verdict=verdict,
-    )
-    votes = [v for judge in judges for v in judge.judge(item)]
+    coverage_error: str | None = None
+    if answer is None:
+        failure = f"status {sample.status}" + (f": {sample.error}" if sample.error else "")
+        if sample.status == "ok":
+            failure = "status ok but no answer was collected"
+        verdict = check_verdict(None, truth)
+        entities = check_entities(truth.entities, [], context.identities)
+        votes = _failure_votes(task, epoch, judges, failure, context.rubrics)
+    else:
+        verdict = check_verdict(answer, truth)
+        entities = check_entities(truth.entities, answer.evidence, context.identities)
+        replay = context.replayer.replay_sample(sample)
+        try:
+            report = context.coverage(task.witness_sql, [q.sql for q in replay.queries])
+        except CoverageError as exc:
+            coverage_error = str(exc)
+        item = JudgeInput(
+            task=task,
+            truth=truth,
+            epoch=epoch,
+            answer=answer,
+            replay=replay,
+            coverage=report,
+            entities=entities,
+            verdict=verdict,
+        )
+        votes = [v for judge in judges for v in judge.judge(item)]
     return SampleGrade(
         task_id=task.id,
         epoch=epoch,
         status=sample.status,
-        graded=True,
+        graded=failure is None,
+        failure=failure,
         verdict=verdict,
         entities=entities,
         replay=replay,
@@ -215,16 +211,7 @@ def grade_sample(
 def _failure_votes(task: Task, epoch: int, judges: Sequence[Judge], why: str, rubrics: RubricSet) -> list[JudgeVote]:
     rationale = f"not graded: {why}; a broken agent is a failure"
     return [
-        JudgeVote(
-            task_id=task.id,
-            epoch=epoch,
-            judge=judge.alias,
-            dimension=dim,
-            grade="incorrect",
-            rationale=rationale,
-            requested_model=judge.requested_model,
-            rubric_sha256=rubrics.rubrics[dim].sha256,
-        )
+        JudgeVote.cast(judge, task.id, epoch, dim, "incorrect", rationale, rubrics=rubrics)
         for judge in judges
         for dim in dimensions_for(task)
     ]

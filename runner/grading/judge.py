@@ -48,6 +48,7 @@ from runner.grading.coverage import CoverageReport
 from runner.grading.entities import EntityCheck, VerdictCheck
 from runner.grading.grades import DIMENSIONS, Dimension, Grade
 from runner.grading.model import JudgeFailure as JudgeFailure
+from runner.grading.model import JudgeSlot
 from runner.grading.model import JudgeVote as JudgeVote
 from runner.grading.replay import ReplayReport
 from runner.grading.rubric import RubricSet, load_rubrics
@@ -89,11 +90,8 @@ class JudgeInput(BaseModel):
     verdict: VerdictCheck
 
 
-class Judge(Protocol):
+class Judge(JudgeSlot, Protocol):
     """Anything that fills a judge slot."""
-
-    alias: str
-    requested_model: str | None
 
     def judge(self, item: JudgeInput) -> list[JudgeVote]:
         """One vote per dimension of ``dimensions_for(item.task)``; never raises for a bad reply."""
@@ -236,16 +234,15 @@ class LLMJudge:
         spent: dict[str, Any],
         failure: JudgeFailure | None = None,
     ) -> JudgeVote:
-        return JudgeVote(
-            task_id=item.task.id,
-            epoch=item.epoch,
-            judge=self.alias,
-            dimension=dim,
-            grade=grade,
-            rationale=why,
-            requested_model=self.requested_model,
+        return JudgeVote.cast(
+            self,
+            item.task.id,
+            item.epoch,
+            dim,
+            grade,
+            why,
+            rubrics=self.rubrics,
             returned_model=returned,
-            rubric_sha256=self.rubrics.rubrics[dim].sha256,
             failure=failure,
             **spent,
         )

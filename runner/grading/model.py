@@ -5,15 +5,23 @@ Models only, so the run and record stages can read votes without loading the jud
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from runner.grading.grades import Dimension, Grade, Vote
+from runner.grading.rubric import RubricSet
 
 JudgeFailure = Literal["malformed", "refused", "error"]
 """Why a judge could not grade: a reply that did not parse (or was empty or truncated), a refusal, or a
 provider error."""
+
+
+class JudgeSlot(Protocol):
+    """The judge slot a vote is cast in: its alias, and the model it asks (``None`` for the reference judge)."""
+
+    alias: str
+    requested_model: str | None
 
 
 class JudgeVote(BaseModel):
@@ -50,6 +58,43 @@ class JudgeVote(BaseModel):
     failure: JudgeFailure | None = None
     """Set on an abstention the judge did not choose: its reply did not parse, it refused, or the provider
     failed. ``None`` for a grade and for a deliberate ``abstain``."""
+
+    @classmethod
+    def cast(
+        cls,
+        slot: JudgeSlot,
+        task_id: str,
+        epoch: int,
+        dimension: Dimension,
+        grade: Grade,
+        rationale: str,
+        *,
+        rubrics: RubricSet | None,
+        returned_model: str | None = None,
+        failure: JudgeFailure | None = None,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        latency_s: float = 0.0,
+        attempts: int = 0,
+    ) -> JudgeVote:
+        """The vote ``slot`` casts on one dimension of one sample, stamped with the slot's alias and model and,
+        when ``rubrics`` is given, with the hash of the rubric that dimension was graded with."""
+        return cls(
+            task_id=task_id,
+            epoch=epoch,
+            judge=slot.alias,
+            dimension=dimension,
+            grade=grade,
+            rationale=rationale,
+            requested_model=slot.requested_model,
+            returned_model=returned_model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            latency_s=latency_s,
+            attempts=attempts,
+            rubric_sha256=rubrics.rubrics[dimension].sha256 if rubrics is not None else None,
+            failure=failure,
+        )
 
     def to_vote(self) -> Vote:
         """The plain consensus vote."""

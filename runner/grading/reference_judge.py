@@ -81,17 +81,7 @@ class ReferenceJudge:
         votes = []
         for dim in dimensions_for(item.task):
             grade, why = _RULES[dim](item)
-            votes.append(
-                JudgeVote(
-                    task_id=item.task.id,
-                    epoch=item.epoch,
-                    judge=self.alias,
-                    dimension=dim,
-                    grade=grade,
-                    rationale=why,
-                    rubric_sha256=self.rubrics.rubrics[dim].sha256 if self.rubrics else None,
-                )
-            )
+            votes.append(JudgeVote.cast(self, item.task.id, item.epoch, dim, grade, why, rubrics=self.rubrics))
         return votes
 
 

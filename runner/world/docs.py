@@ -10,6 +10,7 @@ from runner.world import DATASET_ID
 from runner.world.generate import ORDER, VENDOR_PREFIXES
 from runner.world.org import ACQUISITION_DATE, AS_OF, DOMAIN, OLD_DOMAIN, TENANT_DOMAIN, ts
 from runner.world.schema import Table
+from runner.world.tables import VENDOR_TABLES
 
 IDENTITY_NOTES = {
     "hibob": "HiBob is the source of truth for people. `hibob_people.email` is the current work email on "
@@ -85,7 +86,7 @@ def render() -> dict[str, str]:
             "## Tables",
             "",
         ]
-        body += [_table_markdown(t) + "\n" for t in vendor.TABLES]
+        body += [_table_markdown(t) + "\n" for t in VENDOR_TABLES[prefix]]
         pages[f"{prefix}.md"] = "\n".join(body).rstrip() + "\n"
     overview += ["", "The database is read-only. Open it with `file:<path>?mode=ro&immutable=1`."]
     pages["overview.md"] = "\n".join(overview) + "\n"

@@ -12,6 +12,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from typing import Generic, TypeVar
 
 AS_OF = datetime(2026, 6, 30, 0, 0, 0, tzinfo=UTC)
 DOMAIN = "corvid.io"
@@ -28,6 +29,20 @@ def ts(moment: datetime) -> str:
 def day(moment: date | datetime) -> str:
     """An ISO-8601 calendar date."""
     return moment.strftime("%Y-%m-%d")
+
+
+HEX_DIGITS = "0123456789abcdef"
+
+
+def draw_token(rng: random.Random, alphabet: str, n: int) -> str:
+    """``n`` characters drawn from ``alphabet``, one ``rng.choice`` each."""
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def draw_guid(rng: random.Random) -> str:
+    """A GUID in the 8-4-4-4-12 form, from 32 drawn hex digits."""
+    h = draw_token(rng, HEX_DIGITS, 32)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def at(d: date, hour: int = 9, minute: int = 0) -> datetime:
@@ -73,24 +88,23 @@ class Person:
 
 @dataclass
 class Org:
-    """Shared state while the vendors are generated, in a fixed order."""
+    """State every vendor shares while they are generated, in a fixed order.
+
+    What one vendor hands to a later one (e.g. the Okta ids SCIM pushed into AWS) is not kept here:
+    each vendor returns it as a typed ``Generated.published`` value, passed on by ``generate``.
+    """
 
     rng: random.Random
     people: list[Person] = field(default_factory=list)
-    # Values one vendor publishes for the next (e.g. Okta ids that SCIM pushed into AWS).
-    shared: dict[str, object] = field(default_factory=dict)
     # People already used for a planted finding, per family, so plants and decoys never collide.
     claimed: set[str] = field(default_factory=set)
+    # People by pid, rebuilt whenever HR has added someone since it was last built.
+    _pid_index: dict[str, Person] = field(default_factory=dict, init=False, repr=False)
 
     def by_pid(self, pid: str) -> Person:
-        return self._index()[pid]
-
-    def _index(self) -> dict[str, Person]:
-        idx = self.shared.get("_pid_index")
-        if not isinstance(idx, dict) or len(idx) != len(self.people):
-            idx = {p.pid: p for p in self.people}
-            self.shared["_pid_index"] = idx
-        return idx
+        if len(self._pid_index) != len(self.people):
+            self._pid_index = {p.pid: p for p in self.people}
+        return self._pid_index[pid]
 
     def pick(self, pool: list[Person], n: int, *, claim: bool = True) -> list[Person]:
         """Draw ``n`` unclaimed people from ``pool``, in a seeded order, and claim them."""
@@ -108,16 +122,25 @@ class Org:
         return start + timedelta(minutes=self.rng.randint(0, max(span, 0)))
 
     def hexid(self, n: int) -> str:
-        return "".join(self.rng.choice("0123456789abcdef") for _ in range(n))
+        return draw_token(self.rng, HEX_DIGITS, n)
 
     def guid(self) -> str:
-        h = self.hexid(32)
-        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        return draw_guid(self.rng)
 
     def token(self, alphabet: str, n: int) -> str:
-        return "".join(self.rng.choice(alphabet) for _ in range(n))
+        return draw_token(self.rng, alphabet, n)
 
 
 Row = tuple[object, ...]
-# Sequence, not list: vendor modules build rows as precisely typed tuples.
+# Sequence, not list: vendor modules build rows as their tables' row types (``runner.world.tables``).
 Rows = dict[str, Sequence[Row]]
+
+Published = TypeVar("Published")
+
+
+@dataclass(frozen=True)
+class Generated(Generic[Published]):
+    """One vendor's output: its rows per table, and what it publishes for the vendors after it."""
+
+    rows: Rows
+    published: Published

@@ -1,8 +1,8 @@
 """Table specifications: one source for the DDL, the docs and the docs-coverage test.
 
-Every vendor module declares its tables as ``Table`` values. The builder turns them into
-``CREATE TABLE`` statements, and ``runner.world.docs`` renders the very same specs into the
-agent-visible schema pages, so a column cannot exist without its documentation.
+Each vendor's tables are declared as ``Table`` values in ``runner.world.tables``. The builder turns
+them into ``CREATE TABLE`` statements, and ``runner.world.docs`` renders the very same specs into
+the agent-visible schema pages, so a column cannot exist without its documentation.
 """
 
 from __future__ import annotations

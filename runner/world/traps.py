@@ -28,10 +28,16 @@ import random
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 
-from runner.world.org import AS_OF, OLD_DOMAIN, Org, Person, Row, at, ts
-from runner.world.vendors.azure import ROLE, AzureUser
+from runner.world.org import AS_OF, HEX_DIGITS, OLD_DOMAIN, Org, Person, Row, Rows, at, draw_guid, draw_token, ts
+from runner.world.tables import rows_of
+from runner.world.tables.atlas import AtlasOrgUserRow, AtlasProjectRow, AtlasUserRoleRow
+from runner.world.tables.azure import AzureGroupMemberRow, AzureGroupRow, AzureRoleAssignmentRow
+from runner.world.tables.gcp import GcpIamBindingRow
+from runner.world.tables.gws import GwsUserAliasRow, GwsUserRow
+from runner.world.tables.okta import OktaAdminRoleAssignmentRow, OktaUserRow
+from runner.world.vendors.azure import ROLE, AzureDirectory, AzureUser
+from runner.world.vendors.okta import okta_id
 
-OKTA_ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # Planted groups: (name, description, the group it is nested in, or None for a top-level group).
 NESTED_GROUPS: tuple[tuple[str, str, str | None], ...] = (
     ("SG-Tier0-Operators", "Tier 0 operations staff", "SG-Tier0-Admins"),
@@ -50,29 +56,14 @@ def lumen_login(p: Person) -> str:
     return f"{p.first[0]}{p.last}".lower() + f"@{OLD_DOMAIN}"
 
 
-class _Ids:
-    """Identifiers drawn from the plantings' own generator, in the vendors' formats."""
-
-    def __init__(self, rng: random.Random) -> None:
-        self.rng = rng
-
-    def guid(self) -> str:
-        h = "".join(self.rng.choice("0123456789abcdef") for _ in range(32))
-        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-    def okta(self, prefix: str) -> str:
-        return prefix + "".join(self.rng.choice(OKTA_ID_ALPHABET) for _ in range(17))
-
-
-def plant(org: Org, rows: dict[str, list[Row]], seed: int) -> dict[str, list[Row]]:
+def plant(org: Org, rows: dict[str, list[Row]], seed: int, azure: AzureDirectory) -> dict[str, list[Row]]:
     """The rows to add, per table. Reads the generated estate; changes nothing in it."""
     rng = random.Random(f"{seed}:traps")
-    ids = _Ids(rng)
     added: dict[str, list[Row]] = {}
-    added.update(_azure_nesting(org, rows, rng, ids))
     for planted in (
-        _okta_twins(org, rows, rng, ids),
-        _alias_grants(org, rows, rng, ids),
+        _azure_nesting(org, rows, rng, azure.users),
+        _okta_twins(org, rows, rng, azure.global_admins),
+        _alias_grants(org, rows, rng),
         _federated_after_deactivation(org, rows, rng),
     ):
         for table, table_rows in planted.items():
@@ -81,13 +72,15 @@ def plant(org: Org, rows: dict[str, list[Row]], seed: int) -> dict[str, list[Row
 
 
 # ----------------------------------------------------------------------------------- Azure AD
-def _azure_nesting(org: Org, rows: dict[str, list[Row]], rng: random.Random, ids: _Ids) -> dict[str, list[Row]]:
-    users: list[AzureUser] = org.shared["azure_users"]  # type: ignore[assignment]
-    groups = {str(r[1]): str(r[0]) for r in rows["azure_groups"]}
-    role_holders = {str(r[2]) for r in rows["azure_role_assignments"]}
-    dynamic = {str(r[0]) for r in rows["azure_groups"] if r[6] == "DynamicMembership"}
+def _azure_nesting(org: Org, rows: dict[str, list[Row]], rng: random.Random, users: Sequence[AzureUser]) -> Rows:
+    azure_groups = rows_of(rows, AzureGroupRow)
+    groups = {r.display_name: r.id for r in azure_groups}
+    role_holders = {r.principal_id for r in rows_of(rows, AzureRoleAssignmentRow)}
+    dynamic = {r.id for r in azure_groups if r.group_types == "DynamicMembership"}
     # Users already in a hand-managed group or holding a role are left alone, so each plant is the only reason.
-    grouped = {str(r[1]) for r in rows["azure_group_members"] if r[2] == "user" and str(r[0]) not in dynamic}
+    grouped = {
+        r.member_id for r in rows_of(rows, AzureGroupMemberRow) if r.member_type == "user" and r.group_id not in dynamic
+    }
     quiet = [u for u in users if u.person and u.id not in role_holders and u.id not in grouped]
 
     def one(pool: Sequence[AzureUser]) -> AzureUser:
@@ -132,29 +125,31 @@ def _azure_nesting(org: Org, rows: dict[str, list[Row]], rng: random.Random, ids
         ]
     )
 
-    new_groups: list[Row] = []
-    members: list[Row] = []
+    new_groups: list[AzureGroupRow] = []
+    members: list[AzureGroupMemberRow] = []
     for name, desc, parent in NESTED_GROUPS:
-        gid = ids.guid()
+        gid = draw_guid(rng)
         groups[name] = gid
         role_assignable = name == "SG-GA-Eligible"
-        new_groups.append((gid, name, desc, name.lower(), 1, 0, "", int(role_assignable), "2024-02-19T10:00:00Z"))
+        new_groups.append(
+            AzureGroupRow(gid, name, desc, name.lower(), 1, 0, "", int(role_assignable), "2024-02-19T10:00:00Z")
+        )
         if parent is not None:
-            members.append((groups[parent], gid, "group"))
+            members.append(AzureGroupMemberRow(groups[parent], gid, "group"))
     # Two and three levels below the role-holding groups; a disabled leaver is the decoy among them.
     members += [
-        (groups["SG-Tier0-OnCall"], enabled_leaver_a.id, "user"),
-        (groups["SG-Tier0-OnCall"], disabled_leaver.id, "user"),
-        (groups["SG-Tier0-Operators"], it_staff.id, "user"),
-        (groups["SG-Helpdesk-Weekend"], contractor.id, "user"),
-        (groups["SG-Helpdesk-Contractors"], intern.id, "user"),
-        (groups["SG-GA-Candidates"], enabled_leaver_b.id, "user"),
+        AzureGroupMemberRow(groups["SG-Tier0-OnCall"], enabled_leaver_a.id, "user"),
+        AzureGroupMemberRow(groups["SG-Tier0-OnCall"], disabled_leaver.id, "user"),
+        AzureGroupMemberRow(groups["SG-Tier0-Operators"], it_staff.id, "user"),
+        AzureGroupMemberRow(groups["SG-Helpdesk-Weekend"], contractor.id, "user"),
+        AzureGroupMemberRow(groups["SG-Helpdesk-Contractors"], intern.id, "user"),
+        AzureGroupMemberRow(groups["SG-GA-Candidates"], enabled_leaver_b.id, "user"),
         # Backwards decoy: SG-IT-All contains the Tier 0 group, which gives SG-IT-All's own members nothing.
-        (groups["SG-IT-All"], groups["SG-Tier0-Admins"], "group"),
-        (groups["SG-IT-All"], outsider.id, "user"),
+        AzureGroupMemberRow(groups["SG-IT-All"], groups["SG-Tier0-Admins"], "group"),
+        AzureGroupMemberRow(groups["SG-IT-All"], outsider.id, "user"),
     ]
-    assignment = (
-        ids.guid(),
+    assignment = AzureRoleAssignmentRow(
+        draw_guid(rng),
         ROLE["Global Administrator"],
         groups["SG-GA-Eligible"],
         "Group",
@@ -166,14 +161,14 @@ def _azure_nesting(org: Org, rows: dict[str, list[Row]], rng: random.Random, ids
 
 
 # --------------------------------------------------------------------------------- identities
-def _okta_twins(org: Org, rows: dict[str, list[Row]], rng: random.Random, ids: _Ids) -> dict[str, list[Row]]:
-    okta_by_login = {str(r[2]).lower(): r for r in rows["okta_users"]}
-    workspace = {str(r[1]) for r in rows["gws_users"]}
+def _okta_twins(org: Org, rows: dict[str, list[Row]], rng: random.Random, global_admins: Sequence[AzureUser]) -> Rows:
+    okta_by_login = {r.login.lower(): r for r in rows_of(rows, OktaUserRow)}
+    workspace = {r.primary_email for r in rows_of(rows, GwsUserRow)}
     taken = set(okta_by_login)
 
     def corvid_status(p: Person) -> str | None:
         account = okta_by_login.get(p.email)
-        return None if account is None else str(account[1])
+        return None if account is None else account.status
 
     # Leavers whose corvid.io Okta account was deactivated and whose Workspace user (with its alias) is gone.
     login_only = rng.sample(
@@ -205,10 +200,11 @@ def _okta_twins(org: Org, rows: dict[str, list[Row]], rng: random.Random, ids: _
             key=lambda p: p.pid,
         )
     )
-    users: list[Row] = []
+    users: list[OktaUserRow] = []
 
     def twin(p: Person, status: str) -> str:
-        uid = ids.okta("00u")
+        assert p.old_email is not None
+        uid = okta_id(rng, "00u")
         created = at(date(2023, 3, 6), 10)
         if p.termination is not None:
             last, changed = at(p.termination) + timedelta(days=rng.randint(20, 60), hours=rng.randint(0, 8)), created
@@ -216,7 +212,7 @@ def _okta_twins(org: Org, rows: dict[str, list[Row]], rng: random.Random, ids: _
             last = at(date(2023, 9, 1)) + timedelta(days=rng.randint(0, 60))
             changed = last + timedelta(days=1)
         users.append(
-            (
+            OktaUserRow(
                 uid,
                 status,
                 p.old_email,
@@ -237,20 +233,24 @@ def _okta_twins(org: Org, rows: dict[str, list[Row]], rng: random.Random, ids: _
     twin(login_only[1], "ACTIVE")
     twin(deactivated_twin, "DEPROVISIONED")
     # A Lumen-login-only leaver who still administers Okta through the old account.
-    roles: list[Row] = [(ids.okta("ra"), "HELP_DESK_ADMIN", "USER", helpdesk_twin, "ACTIVE", "2023-06-14T11:00:00Z")]
-    roles += _revoked_grants(org, rows, rng, ids)
+    roles = [
+        OktaAdminRoleAssignmentRow(
+            okta_id(rng, "ra"), "HELP_DESK_ADMIN", "USER", helpdesk_twin, "ACTIVE", "2023-06-14T11:00:00Z"
+        )
+    ]
+    roles += _revoked_grants(org, rows, rng, global_admins)
     return {"okta_users": users, "okta_admin_role_assignments": roles}
 
 
-def _alias_grants(org: Org, rows: dict[str, list[Row]], rng: random.Random, ids: _Ids) -> dict[str, list[Row]]:
+def _alias_grants(org: Org, rows: dict[str, list[Row]], rng: random.Random) -> Rows:
     """Leavers whose Workspace user is suspended but whose old address, kept as its alias, still has access.
 
     Their corvid.io identity is suspended while the alias identity is live. Whether the address also
     follows the Lumen login pattern is left to the draw; where it carries a digit (the pattern address
     belonged to someone else first), only the alias ties it to the person.
     """
-    suspended = {str(r[1]): str(r[0]) for r in rows["gws_users"] if r[8] == 1}
-    aliases = {(str(r[0]), str(r[1])) for r in rows["gws_user_aliases"]}
+    suspended = {r.primary_email: r.id for r in rows_of(rows, GwsUserRow) if r.suspended == 1}
+    aliases = {(r.user_id, r.alias) for r in rows_of(rows, GwsUserAliasRow)}
     leavers = sorted(
         (
             p
@@ -261,12 +261,13 @@ def _alias_grants(org: Org, rows: dict[str, list[Row]], rng: random.Random, ids:
     )
     gcp_holder, atlas_holder = rng.sample(leavers, 2)
     assert gcp_holder.old_email is not None and atlas_holder.old_email is not None
-    projects = {str(r[1]): str(r[0]) for r in rows["atlas_projects"]}
-    atlas_id = "".join(rng.choice("0123456789abcdef") for _ in range(24))
+    projects = {r.name: r.id for r in rows_of(rows, AtlasProjectRow)}
+    atlas_id = draw_token(rng, HEX_DIGITS, 24)
+    binding = GcpIamBindingRow("projects/lumen-analytics-legacy", "roles/editor", f"user:{gcp_holder.old_email}", None)
     return {
-        "gcp_iam_bindings": [("projects/lumen-analytics-legacy", "roles/editor", f"user:{gcp_holder.old_email}", None)],
+        "gcp_iam_bindings": [binding],
         "atlas_org_users": [
-            (
+            AtlasOrgUserRow(
                 atlas_id,
                 atlas_holder.old_email,
                 atlas_holder.first,
@@ -279,17 +280,17 @@ def _alias_grants(org: Org, rows: dict[str, list[Row]], rng: random.Random, ids:
             )
         ],
         "atlas_user_roles": [
-            (atlas_id, "org", None, "ORG_MEMBER"),
-            (atlas_id, "project", projects["lumen-legacy"], "GROUP_READ_ONLY"),
+            AtlasUserRoleRow(atlas_id, "org", None, "ORG_MEMBER"),
+            AtlasUserRoleRow(atlas_id, "project", projects["lumen-legacy"], "GROUP_READ_ONLY"),
         ],
     }
 
 
-def _federated_after_deactivation(org: Org, rows: dict[str, list[Row]], rng: random.Random) -> dict[str, list[Row]]:
+def _federated_after_deactivation(org: Org, rows: dict[str, list[Row]], rng: random.Random) -> Rows:
     """A leaver whose only Okta account, under the old Lumen login, was deactivated, yet whose federated Atlas
     user (on corvid.io) signed in afterwards. Only the Lumen login pattern ties that Okta account to them."""
-    okta_logins = {str(r[2]).lower(): r for r in rows["okta_users"]}
-    atlas_names = {str(r[1]).lower() for r in rows["atlas_org_users"]}
+    okta_logins = {r.login.lower(): r for r in rows_of(rows, OktaUserRow)}
+    atlas_names = {r.username.lower() for r in rows_of(rows, AtlasOrgUserRow)}
     leavers = sorted(
         (
             p
@@ -298,24 +299,27 @@ def _federated_after_deactivation(org: Org, rows: dict[str, list[Row]], rng: ran
             and p.old_email == lumen_login(p)
             and p.email not in okta_logins
             and (o := okta_logins.get(p.old_email)) is not None
-            and o[1] == "DEPROVISIONED"
+            and o.status == "DEPROVISIONED"
             and not {p.email, p.old_email} & atlas_names
         ),
         key=lambda p: p.pid,
     )
     person = rng.choice(leavers)
     assert person.old_email is not None
-    deactivated = str(okta_logins[person.old_email][9])
+    deactivated = okta_logins[person.old_email].status_changed
+    assert deactivated is not None
     last_auth = _parse(deactivated) + timedelta(days=rng.randint(5, 40), hours=rng.randint(1, 9))
-    projects = {str(r[1]): str(r[0]) for r in rows["atlas_projects"]}
-    atlas_id = "".join(rng.choice("0123456789abcdef") for _ in range(24))
+    projects = {r.name: r.id for r in rows_of(rows, AtlasProjectRow)}
+    atlas_id = draw_token(rng, HEX_DIGITS, 24)
     return {
         "atlas_org_users": [
-            (atlas_id, person.email, person.first, person.last, "GB", "2023-04-03T09:00:00Z", ts(last_auth), 1, 1)
+            AtlasOrgUserRow(
+                atlas_id, person.email, person.first, person.last, "GB", "2023-04-03T09:00:00Z", ts(last_auth), 1, 1
+            )
         ],
         "atlas_user_roles": [
-            (atlas_id, "org", None, "ORG_MEMBER"),
-            (atlas_id, "project", projects["dev"], "GROUP_READ_ONLY"),
+            AtlasUserRoleRow(atlas_id, "org", None, "ORG_MEMBER"),
+            AtlasUserRoleRow(atlas_id, "project", projects["dev"], "GROUP_READ_ONLY"),
         ],
     }
 
@@ -324,28 +328,33 @@ def _parse(timestamp: str) -> datetime:
     return datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
 
-def _revoked_grants(org: Org, rows: dict[str, list[Row]], rng: random.Random, ids: _Ids) -> list[Row]:
+def _revoked_grants(
+    org: Org, rows: dict[str, list[Row]], rng: random.Random, global_admins: Sequence[AzureUser]
+) -> list[OktaAdminRoleAssignmentRow]:
     """Inactive (revoked) admin roles on accounts that can sign in: a leaver, and an Azure Global Administrator."""
-    okta_by_email = {str(r[3]).lower(): r for r in rows["okta_users"]}
-    holders = {str(r[3]) for r in rows["okta_admin_role_assignments"]}
+    okta_by_email = {r.email.lower(): r for r in rows_of(rows, OktaUserRow)}
+    holders = {r.assignee_id for r in rows_of(rows, OktaAdminRoleAssignmentRow)}
     leavers = sorted(
-        str(r[0])
+        r.id
         for p in org.people
         if "okta_active_leaver" in p.tags
         and (r := okta_by_email.get(p.email)) is not None
-        and r[1] == "ACTIVE"
-        and str(r[0]) not in holders
+        and r.status == "ACTIVE"
+        and r.id not in holders
     )
-    ga: list[AzureUser] = org.shared["azure_ga"]  # type: ignore[assignment]
     admins = sorted(
-        str(r[0])
-        for u in ga
+        r.id
+        for u in global_admins
         if u.person
         and (r := okta_by_email.get(u.person.email)) is not None
-        and r[1] == "ACTIVE"
-        and str(r[0]) not in holders
+        and r.status == "ACTIVE"
+        and r.id not in holders
     )
     return [
-        (ids.okta("ra"), "ORG_ADMIN", "USER", rng.choice(leavers), "INACTIVE", "2024-01-08T09:00:00Z"),
-        (ids.okta("ra"), "SUPER_ADMIN", "USER", rng.choice(admins), "INACTIVE", "2023-11-27T15:00:00Z"),
+        OktaAdminRoleAssignmentRow(
+            okta_id(rng, "ra"), "ORG_ADMIN", "USER", rng.choice(leavers), "INACTIVE", "2024-01-08T09:00:00Z"
+        ),
+        OktaAdminRoleAssignmentRow(
+            okta_id(rng, "ra"), "SUPER_ADMIN", "USER", rng.choice(admins), "INACTIVE", "2023-11-27T15:00:00Z"
+        ),
     ]

@@ -6,184 +6,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 
-from runner.world.org import AS_OF, Org, Row, Rows, at, ts
-from runner.world.schema import Table, col, fk
+from runner.world.org import AS_OF, Org, Rows, at, ts
+from runner.world.tables.atlas import (
+    AtlasApiKeyAccessListRow,
+    AtlasApiKeyRoleRow,
+    AtlasApiKeyRow,
+    AtlasClusterRow,
+    AtlasDatabaseUserRoleRow,
+    AtlasDatabaseUserRow,
+    AtlasDatabaseUserScopeRow,
+    AtlasIpAccessListRow,
+    AtlasOrgUserRow,
+    AtlasProjectRow,
+    AtlasUserRoleRow,
+)
 
 ORG_ID = "5f1e2d3c4b5a69788796a5b4"
 
-TABLES = (
-    Table(
-        "atlas_org_users",
-        "Users of the Atlas organization. `username` is the email the user signs in with.",
-        (
-            col("id", "Atlas user id (24 hex chars).", required=True),
-            col("username", "Sign-in email.", required=True),
-            col("first_name", "Given name."),
-            col("last_name", "Family name."),
-            col("country", "Two-letter country code."),
-            col("created_at", "When the user joined Atlas (UTC).", required=True),
-            col("last_auth", "Last authentication (UTC); NULL if never."),
-            col(
-                "mfa_enabled",
-                "1 if Atlas multi-factor authentication is set up for the user. Users who sign "
-                "in through the company IdP federation get MFA from the IdP instead.",
-                "INTEGER",
-                required=True,
-            ),
-            col(
-                "federated",
-                "1 if the user signs in through the company IdP (SAML federation), 0 for an Atlas password.",
-                "INTEGER",
-                required=True,
-            ),
-        ),
-        primary_key=("id",),
-    ),
-    Table(
-        "atlas_user_roles",
-        "Roles of each user, at organization or project scope.",
-        (
-            col("user_id", "`atlas_org_users.id`.", required=True),
-            col("scope", "`org` or `project`.", required=True),
-            col("project_id", "`atlas_projects.id` for project roles; NULL for org roles."),
-            col(
-                "role_name",
-                "Org roles: `ORG_OWNER`, `ORG_PROJECT_CREATOR`, `ORG_BILLING_ADMIN`, `ORG_READ_ONLY`, "
-                "`ORG_MEMBER`. Project roles: `GROUP_OWNER`, `GROUP_CLUSTER_MANAGER`, "
-                "`GROUP_DATA_ACCESS_ADMIN`, `GROUP_DATA_ACCESS_READ_WRITE`, `GROUP_DATA_ACCESS_READ_ONLY`, "
-                "`GROUP_READ_ONLY`.",
-                required=True,
-            ),
-        ),
-        primary_key=("user_id", "scope", "project_id", "role_name"),
-        foreign_keys=(fk("user_id", "atlas_org_users", "id"),),
-    ),
-    Table(
-        "atlas_projects",
-        "Atlas projects (called groups in the Atlas API).",
-        (
-            col("id", "Project id (24 hex chars).", required=True),
-            col("name", "Project name.", required=True),
-            col("org_id", "Organization id.", required=True),
-            col("created", "Creation time (UTC).", required=True),
-        ),
-        primary_key=("id",),
-    ),
-    Table(
-        "atlas_clusters",
-        "Database clusters.",
-        (
-            col("id", "Cluster id.", required=True),
-            col("project_id", "`atlas_projects.id`.", required=True),
-            col("name", "Cluster name.", required=True),
-            col("cluster_type", "`REPLICASET` or `SHARDED`.", required=True),
-            col("mongo_db_version", "MongoDB version.", required=True),
-            col("provider_name", "`AWS`, `GCP` or `AZURE`.", required=True),
-            col("region_name", "Provider region.", required=True),
-            col("state_name", "`IDLE`, `CREATING`, `UPDATING` or `DELETING`.", required=True),
-            col("paused", "1 if paused.", "INTEGER", required=True),
-        ),
-        primary_key=("id",),
-        foreign_keys=(fk("project_id", "atlas_projects", "id"),),
-    ),
-    Table(
-        "atlas_database_users",
-        "Database users per project (they authenticate to clusters, not to Atlas).",
-        (
-            col("project_id", "`atlas_projects.id`.", required=True),
-            col("username", "Database username; for AWS IAM authentication this is an IAM ARN.", required=True),
-            col(
-                "database_name",
-                "Authentication database: `admin` for SCRAM passwords, `$external` for IAM, X.509 or LDAP.",
-                required=True,
-            ),
-            col("aws_iam_type", "`NONE`, `USER` or `ROLE`.", required=True),
-            col("x509_type", "`NONE`, `MANAGED` or `CUSTOMER`.", required=True),
-            col("description", "Free text."),
-            col("delete_after_date", "When Atlas removes a temporary user (UTC); NULL for permanent users."),
-        ),
-        primary_key=("project_id", "username"),
-        foreign_keys=(fk("project_id", "atlas_projects", "id"),),
-    ),
-    Table(
-        "atlas_database_user_roles",
-        "Roles granted to database users.",
-        (
-            col("project_id", "`atlas_database_users.project_id`.", required=True),
-            col("username", "`atlas_database_users.username`.", required=True),
-            col(
-                "role_name",
-                "`atlasAdmin`, `readWriteAnyDatabase`, `readAnyDatabase`, `dbAdmin`, `readWrite` or `read`.",
-                required=True,
-            ),
-            col(
-                "database_name",
-                "Database the role applies to (`admin` for the *AnyDatabase roles).",
-                required=True,
-            ),
-            col("collection_name", "Collection, if the role is narrowed to one; NULL otherwise."),
-        ),
-        primary_key=("project_id", "username", "role_name", "database_name"),
-        foreign_keys=(fk("project_id,username", "atlas_database_users", "project_id,username"),),
-    ),
-    Table(
-        "atlas_database_user_scopes",
-        "Clusters a database user is limited to. A user with no scope rows can reach every cluster in the project.",
-        (
-            col("project_id", "`atlas_database_users.project_id`.", required=True),
-            col("username", "`atlas_database_users.username`.", required=True),
-            col("cluster_name", "`atlas_clusters.name`.", required=True),
-        ),
-        primary_key=("project_id", "username", "cluster_name"),
-        foreign_keys=(fk("project_id,username", "atlas_database_users", "project_id,username"),),
-    ),
-    Table(
-        "atlas_api_keys",
-        "Programmatic API keys of the organization.",
-        (
-            col("id", "API key id.", required=True),
-            col("public_key", "Public part of the key.", required=True),
-            col("description", "Description."),
-            col("created", "Creation time (UTC).", required=True),
-        ),
-        primary_key=("id",),
-    ),
-    Table(
-        "atlas_api_key_roles",
-        "Roles held by API keys, at organization or project scope.",
-        (
-            col("api_key_id", "`atlas_api_keys.id`.", required=True),
-            col("scope", "`org` or `project`.", required=True),
-            col("project_id", "`atlas_projects.id` for project roles; NULL for org roles."),
-            col("role_name", "Same vocabulary as `atlas_user_roles.role_name`.", required=True),
-        ),
-        primary_key=("api_key_id", "scope", "project_id", "role_name"),
-        foreign_keys=(fk("api_key_id", "atlas_api_keys", "id"),),
-    ),
-    Table(
-        "atlas_api_key_access_list",
-        "Source addresses each API key may be used from. A key with no entries can be used from anywhere.",
-        (
-            col("api_key_id", "`atlas_api_keys.id`.", required=True),
-            col("cidr_block", "Allowed CIDR.", required=True),
-        ),
-        primary_key=("api_key_id", "cidr_block"),
-        foreign_keys=(fk("api_key_id", "atlas_api_keys", "id"),),
-    ),
-    Table(
-        "atlas_ip_access_list",
-        "Project IP access lists: the network sources allowed to connect to the project's clusters. "
-        "`0.0.0.0/0` allows the whole internet.",
-        (
-            col("project_id", "`atlas_projects.id`.", required=True),
-            col("cidr_block", "Allowed CIDR block.", required=True),
-            col("comment", "Free-text comment."),
-            col("delete_after_date", "When Atlas removes a temporary entry (UTC); NULL for permanent entries."),
-        ),
-        primary_key=("project_id", "cidr_block"),
-        foreign_keys=(fk("project_id", "atlas_projects", "id"),),
-    ),
-)
 
 PROJECTS = ("prod-core", "prod-analytics", "staging", "dev", "sandbox", "lumen-legacy", "internal-tools")
 
@@ -193,14 +32,14 @@ def generate(org: Org) -> Rows:
     rng = org.rng
     pid = {name: org.hexid(24) for name in PROJECTS}
     projects = [
-        (pid[n], n, ORG_ID, ts(datetime(2020, 2, 1, tzinfo=AS_OF.tzinfo) + timedelta(days=120 * i)))
+        AtlasProjectRow(pid[n], n, ORG_ID, ts(datetime(2020, 2, 1, tzinfo=AS_OF.tzinfo) + timedelta(days=120 * i)))
         for i, n in enumerate(PROJECTS)
     ]
-    clusters = []
+    clusters: list[AtlasClusterRow] = []
     for n in PROJECTS:
         for j in range(1 if n in ("sandbox", "internal-tools") else rng.randint(2, 4)):
             clusters.append(
-                (
+                AtlasClusterRow(
                     org.hexid(24),
                     pid[n],
                     f"{n}-cluster{j}",
@@ -216,17 +55,17 @@ def generate(org: Org) -> Rows:
     db_users, db_roles, db_scopes = _db_users(org, pid, clusters)
     keys, key_roles, key_acl = _api_keys(org, pid)
     acl = [
-        (pid["prod-core"], "10.20.0.0/16", "Prod VPC peering", None),
-        (pid["prod-core"], "203.0.113.10/32", "SF office egress", None),
-        (pid["prod-analytics"], "0.0.0.0/0", "temporary: BI vendor onboarding", None),  # family 9
-        (pid["prod-analytics"], "10.30.0.0/16", "Data VPC", None),
-        (pid["staging"], "10.40.0.0/16", "Staging VPC", None),
-        (pid["staging"], "198.51.100.0/24", "CI runners", None),
-        (pid["dev"], "0.0.0.0/0", "dev convenience", None),  # family 9
-        (pid["sandbox"], "0.0.0.0/0", "workshop", "2026-07-02T00:00:00Z"),  # temporary, still open
-        (pid["lumen-legacy"], "0.0.0.0/1", "legacy app servers", None),  # half the internet
-        (pid["lumen-legacy"], "128.0.0.0/1", "legacy app servers", None),
-        (pid["internal-tools"], "192.0.2.44/32", "London office", None),
+        AtlasIpAccessListRow(pid["prod-core"], "10.20.0.0/16", "Prod VPC peering", None),
+        AtlasIpAccessListRow(pid["prod-core"], "203.0.113.10/32", "SF office egress", None),
+        AtlasIpAccessListRow(pid["prod-analytics"], "0.0.0.0/0", "temporary: BI vendor onboarding", None),  # family 9
+        AtlasIpAccessListRow(pid["prod-analytics"], "10.30.0.0/16", "Data VPC", None),
+        AtlasIpAccessListRow(pid["staging"], "10.40.0.0/16", "Staging VPC", None),
+        AtlasIpAccessListRow(pid["staging"], "198.51.100.0/24", "CI runners", None),
+        AtlasIpAccessListRow(pid["dev"], "0.0.0.0/0", "dev convenience", None),  # family 9
+        AtlasIpAccessListRow(pid["sandbox"], "0.0.0.0/0", "workshop", "2026-07-02T00:00:00Z"),  # temporary, still open
+        AtlasIpAccessListRow(pid["lumen-legacy"], "0.0.0.0/1", "legacy app servers", None),  # half the internet
+        AtlasIpAccessListRow(pid["lumen-legacy"], "128.0.0.0/1", "legacy app servers", None),
+        AtlasIpAccessListRow(pid["internal-tools"], "192.0.2.44/32", "London office", None),
     ]
     return {
         "atlas_org_users": users,
@@ -243,10 +82,10 @@ def generate(org: Org) -> Rows:
     }
 
 
-def _users(org: Org, pid: dict[str, str]) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+def _users(org: Org, pid: dict[str, str]) -> tuple[list[AtlasOrgUserRow], list[AtlasUserRoleRow]]:
     rng = org.rng
-    users: list[tuple[object, ...]] = []
-    roles: set[tuple[object, ...]] = set()
+    users: list[AtlasOrgUserRow] = []
+    roles: set[AtlasUserRoleRow] = set()
     pool = [p for p in org.people if ({"eng", "data", "sre"} & p.tags) and not p.left]
     chosen = rng.sample(pool, 95)
     leavers = org.pick(
@@ -270,7 +109,7 @@ def _users(org: Org, pid: dict[str, str]) -> tuple[list[tuple[object, ...]], lis
         if p in leavers:
             p.tags.add("atlas_leaver")
         users.append(
-            (
+            AtlasOrgUserRow(
                 uid,
                 username,
                 p.first,
@@ -282,10 +121,10 @@ def _users(org: Org, pid: dict[str, str]) -> tuple[list[tuple[object, ...]], lis
                 federated,
             )
         )
-        roles.add((uid, "org", None, "ORG_MEMBER"))
+        roles.add(AtlasUserRoleRow(uid, "org", None, "ORG_MEMBER"))
         for proj in rng.sample(PROJECTS, rng.randint(1, 3)):
             roles.add(
-                (
+                AtlasUserRoleRow(
                     uid,
                     "project",
                     pid[proj],
@@ -300,17 +139,17 @@ def _users(org: Org, pid: dict[str, str]) -> tuple[list[tuple[object, ...]], lis
                 )
             )
     # Owners: a few platform people; one without MFA on a password login (family 3); one leaver.
-    owners = [u for u in users if u[8] == 1][:3]
+    owners = [u for u in users if u.federated == 1][:3]
     for u in owners:
-        roles.add((u[0], "org", None, "ORG_OWNER"))
-    weak = next(u for u in users if u[8] == 0 and u[7] == 0)
-    roles.add((weak[0], "org", None, "ORG_OWNER"))
-    leaver_row = next(u for u in users if u[1] in {p.email for p in leavers} | {p.old_email for p in leavers})
-    roles.add((leaver_row[0], "project", pid["prod-core"], "GROUP_OWNER"))
+        roles.add(AtlasUserRoleRow(u.id, "org", None, "ORG_OWNER"))
+    weak = next(u for u in users if u.federated == 0 and u.mfa_enabled == 0)
+    roles.add(AtlasUserRoleRow(weak.id, "org", None, "ORG_OWNER"))
+    leaver_row = next(u for u in users if u.username in {p.email for p in leavers} | {p.old_email for p in leavers})
+    roles.add(AtlasUserRoleRow(leaver_row.id, "project", pid["prod-core"], "GROUP_OWNER"))
     # An account matching nobody, with project owner on production.
     orphan = org.hexid(24)
     users.append(
-        (
+        AtlasOrgUserRow(
             orphan,
             "dba-contractor@corvid.io",
             None,
@@ -322,18 +161,19 @@ def _users(org: Org, pid: dict[str, str]) -> tuple[list[tuple[object, ...]], lis
             0,
         )
     )
-    roles.add((orphan, "org", None, "ORG_MEMBER"))
-    roles.add((orphan, "project", pid["prod-core"], "GROUP_OWNER"))
-    return users, sorted(roles, key=lambda r: (str(r[0]), str(r[1]), str(r[2]), str(r[3])))
+    roles.add(AtlasUserRoleRow(orphan, "org", None, "ORG_MEMBER"))
+    roles.add(AtlasUserRoleRow(orphan, "project", pid["prod-core"], "GROUP_OWNER"))
+    # str() sorts a NULL project as the text 'None', as the tuples were always sorted.
+    return users, sorted(roles, key=lambda r: (r.user_id, r.scope, str(r.project_id), r.role_name))
 
 
 def _db_users(
-    org: Org, pid: dict[str, str], clusters: Sequence[Row]
-) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]], list[tuple[object, ...]]]:
+    org: Org, pid: dict[str, str], clusters: Sequence[AtlasClusterRow]
+) -> tuple[list[AtlasDatabaseUserRow], list[AtlasDatabaseUserRoleRow], list[AtlasDatabaseUserScopeRow]]:
     rng = org.rng
-    users: list[tuple[object, ...]] = []
-    roles: list[tuple[object, ...]] = []
-    scopes: list[tuple[object, ...]] = []
+    users: list[AtlasDatabaseUserRow] = []
+    roles: list[AtlasDatabaseUserRoleRow] = []
+    scopes: list[AtlasDatabaseUserScopeRow] = []
     prod = "539182746021"
 
     def dbu(
@@ -347,9 +187,10 @@ def _db_users(
         desc: str | None = None,
         temp: str | None = None,
     ) -> None:
-        users.append((pid[project], name, "$external" if iam != "NONE" else db, iam, "NONE", desc, temp))
+        database = "$external" if iam != "NONE" else db
+        users.append(AtlasDatabaseUserRow(pid[project], name, database, iam, "NONE", desc, temp))
         roles.append(
-            (
+            AtlasDatabaseUserRoleRow(
                 pid[project],
                 name,
                 role,
@@ -358,9 +199,9 @@ def _db_users(
             )
         )
         for c in scope or []:
-            scopes.append((pid[project], name, c))
+            scopes.append(AtlasDatabaseUserScopeRow(pid[project], name, c))
 
-    names = {str(c[2]) for c in clusters}
+    names = {c.name for c in clusters}
     for proj in PROJECTS:
         for k in range(rng.randint(3, 8)):
             svc = rng.choice(("api", "worker", "etl", "reporting", "search", "billing"))
@@ -398,7 +239,7 @@ def _db_users(
 
 def _api_keys(
     org: Org, pid: dict[str, str]
-) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]], list[tuple[object, ...]]]:
+) -> tuple[list[AtlasApiKeyRow], list[AtlasApiKeyRoleRow], list[AtlasApiKeyAccessListRow]]:
     specs: tuple[tuple[str, list[tuple[str, str | None, str]], list[str]], ...] = (
         ("terraform-automation", [("org", None, "ORG_OWNER")], ["10.50.0.0/16"]),
         ("ci-deployer", [("project", "staging", "GROUP_CLUSTER_MANAGER")], ["198.51.100.0/24"]),
@@ -407,13 +248,13 @@ def _api_keys(
         ("billing-report", [("org", None, "ORG_BILLING_ADMIN")], ["203.0.113.10/32"]),
         ("datadog-monitoring", [("org", None, "ORG_READ_ONLY")], ["0.0.0.0/0"]),
     )
-    keys: list[Row] = []
-    roles: list[Row] = []
-    acl: list[Row] = []
+    keys: list[AtlasApiKeyRow] = []
+    roles: list[AtlasApiKeyRoleRow] = []
+    acl: list[AtlasApiKeyAccessListRow] = []
     for i, (desc, key_roles, cidrs) in enumerate(specs):
         kid = org.hexid(24)
         keys.append(
-            (
+            AtlasApiKeyRow(
                 kid,
                 org.token("abcdefghijklmnopqrstuvwxyz", 8),
                 desc,
@@ -421,7 +262,7 @@ def _api_keys(
             )
         )
         for scope, proj, role in key_roles:
-            roles.append((kid, scope, pid[proj] if proj else None, role))
+            roles.append(AtlasApiKeyRoleRow(kid, scope, pid[proj] if proj else None, role))
         for c in cidrs:
-            acl.append((kid, c))
+            acl.append(AtlasApiKeyAccessListRow(kid, c))
     return keys, roles, acl

@@ -4,11 +4,29 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 
-from runner.world.org import AS_OF, Org, Person, Row, Rows, at, ts
-from runner.world.schema import Table, col, fk
-from runner.world.vendors.okta import AWS_PUSHED_GROUPS, OktaUser
+from runner.world.org import AS_OF, Org, Person, Rows, at, ts
+from runner.world.tables.aws import (
+    AwsAccountRow,
+    AwsIamAccessKeyRow,
+    AwsIamGroupMembershipRow,
+    AwsIamGroupRow,
+    AwsIamInlinePolicyRow,
+    AwsIamMfaDeviceRow,
+    AwsIamPolicyAttachmentRow,
+    AwsIamPolicyRow,
+    AwsIamRoleRow,
+    AwsIamUserRow,
+    AwsIdentitystoreGroupMembershipRow,
+    AwsIdentitystoreGroupRow,
+    AwsIdentitystoreUserRow,
+    AwsSsoAccountAssignmentRow,
+    AwsSsoPermissionSetPolicyRow,
+    AwsSsoPermissionSetRow,
+)
+from runner.world.vendors.okta import AWS_PUSHED_GROUPS, OktaDirectory
 
 ACCOUNTS = (
     ("204861379512", "corvid-management", "Root", "ACTIVE"),
@@ -28,248 +46,6 @@ ACCT = {name: aid for aid, name, _, _ in ACCOUNTS}
 IDENTITY_STORE = "d-9067a1b2c3"
 SSO_INSTANCE = "arn:aws:sso:::instance/ssoins-7223c4d9e8f1a0b2"
 
-TABLES = (
-    Table(
-        "aws_accounts",
-        "Accounts in the AWS Organization. An account id that is not in this table is outside the organization.",
-        (
-            col("id", "12-digit account id.", required=True),
-            col("name", "Account name.", required=True),
-            col("email", "Root user email of the account.", required=True),
-            col("status", "`ACTIVE` or `SUSPENDED`.", required=True),
-            col("ou_path", "Organizational unit path, e.g. `Root/Workloads/Prod`.", required=True),
-            col("joined_timestamp", "When the account joined the organization (UTC).", required=True),
-        ),
-        primary_key=("id",),
-    ),
-    Table(
-        "aws_iam_users",
-        "IAM users in each account (long-lived credentials; people normally use Identity Center instead).",
-        (
-            col("account_id", "`aws_accounts.id`.", required=True),
-            col(
-                "user_name",
-                "IAM user name as typed by whoever created it, e.g. `JDoe-Dev`, `jdoe`, `svc-ci-deployer`.",
-                required=True,
-            ),
-            col("user_id", "Stable IAM id, `AIDA...`.", required=True),
-            col("arn", "User ARN.", required=True),
-            col("create_date", "Creation time (UTC).", required=True),
-            col(
-                "password_enabled",
-                "1 if the user has a console password (console access).",
-                "INTEGER",
-                required=True,
-            ),
-            col("password_last_used", "Last console sign-in (UTC); NULL if never."),
-            col("tags", 'JSON object of IAM tags, e.g. `{"owner": "jdoe@corvid.io"}`; `{}` if none.'),
-        ),
-        primary_key=("account_id", "user_name"),
-    ),
-    Table(
-        "aws_iam_mfa_devices",
-        "MFA devices enabled for IAM users.",
-        (
-            col("account_id", "`aws_accounts.id`.", required=True),
-            col("user_name", "`aws_iam_users.user_name`.", required=True),
-            col("serial_number", "Device ARN or hardware serial.", required=True),
-            col("device_type", "`virtual`, `hardware` or `u2f`.", required=True),
-            col("enable_date", "When it was enabled (UTC).", required=True),
-        ),
-        primary_key=("account_id", "serial_number"),
-        foreign_keys=(fk("account_id,user_name", "aws_iam_users", "account_id,user_name"),),
-    ),
-    Table(
-        "aws_iam_access_keys",
-        "Access keys of IAM users, from the credential report.",
-        (
-            col("account_id", "`aws_accounts.id`.", required=True),
-            col("user_name", "`aws_iam_users.user_name`.", required=True),
-            col("access_key_id", "Key id, `AKIA...`.", required=True),
-            col("status", "`Active` or `Inactive`.", required=True),
-            col(
-                "create_date",
-                "When the key was created (UTC). Keys are expected to rotate yearly.",
-                required=True,
-            ),
-            col("last_used_date", "Last use (UTC); NULL if never used."),
-            col("last_used_service", "Service of the last use, e.g. `s3`, `sts`; NULL if never used."),
-        ),
-        primary_key=("access_key_id",),
-        foreign_keys=(fk("account_id,user_name", "aws_iam_users", "account_id,user_name"),),
-    ),
-    Table(
-        "aws_iam_groups",
-        "IAM groups per account.",
-        (
-            col("account_id", "`aws_accounts.id`.", required=True),
-            col("group_name", "Group name.", required=True),
-            col("arn", "Group ARN.", required=True),
-        ),
-        primary_key=("account_id", "group_name"),
-    ),
-    Table(
-        "aws_iam_group_memberships",
-        "IAM users in each IAM group.",
-        (
-            col("account_id", "`aws_accounts.id`.", required=True),
-            col("group_name", "`aws_iam_groups.group_name`.", required=True),
-            col("user_name", "`aws_iam_users.user_name`.", required=True),
-        ),
-        primary_key=("account_id", "group_name", "user_name"),
-        foreign_keys=(
-            fk("account_id,group_name", "aws_iam_groups", "account_id,group_name"),
-            fk("account_id,user_name", "aws_iam_users", "account_id,user_name"),
-        ),
-    ),
-    Table(
-        "aws_iam_roles",
-        "IAM roles per account, with their trust (assume-role) policy.",
-        (
-            col("account_id", "`aws_accounts.id`.", required=True),
-            col(
-                "role_name",
-                "Role name. Identity Center creates `AWSReservedSSO_<permission set>_<hex>`.",
-                required=True,
-            ),
-            col("role_id", "Stable id, `AROA...`.", required=True),
-            col("arn", "Role ARN.", required=True),
-            col(
-                "path",
-                "Role path, e.g. `/`, `/aws-reserved/sso.amazonaws.com/`, `/service-role/`.",
-                required=True,
-            ),
-            col("description", "Description."),
-            col(
-                "trust_policy",
-                "The assume-role policy document (JSON). `Principal.AWS` names accounts "
-                "(`arn:aws:iam::<id>:root`) or roles allowed to assume it; `*` is anyone.",
-                required=True,
-            ),
-            col("create_date", "Creation time (UTC).", required=True),
-            col("role_last_used", "Last time the role was assumed (UTC); NULL if never."),
-            col("max_session_duration", "Seconds.", "INTEGER", required=True),
-        ),
-        primary_key=("account_id", "role_name"),
-    ),
-    Table(
-        "aws_iam_policies",
-        "Managed policies: AWS managed (`account_id` NULL) and customer managed.",
-        (
-            col("arn", "Policy ARN.", required=True),
-            col("policy_name", "Policy name.", required=True),
-            col("policy_type", "`AWS managed` or `Customer managed`.", required=True),
-            col("account_id", "Owning `aws_accounts.id` for customer-managed policies; NULL for AWS managed."),
-            col("description", "Description."),
-            col(
-                "document",
-                "Default version's policy document (JSON) for customer-managed policies; NULL for AWS "
-                "managed ones, whose documents AWS publishes (e.g. `AdministratorAccess` allows `*` on `*`).",
-            ),
-        ),
-        primary_key=("arn",),
-    ),
-    Table(
-        "aws_iam_policy_attachments",
-        "Managed policies attached to users, groups and roles.",
-        (
-            col("account_id", "`aws_accounts.id` where the principal lives.", required=True),
-            col("principal_type", "`user`, `group` or `role`.", required=True),
-            col("principal_name", "`user_name`, `group_name` or `role_name`.", required=True),
-            col("policy_arn", "`aws_iam_policies.arn`.", required=True),
-        ),
-        primary_key=("account_id", "principal_type", "principal_name", "policy_arn"),
-        foreign_keys=(fk("policy_arn", "aws_iam_policies", "arn"),),
-    ),
-    Table(
-        "aws_iam_inline_policies",
-        "Inline policies embedded in users, groups and roles.",
-        (
-            col("account_id", "`aws_accounts.id`.", required=True),
-            col("principal_type", "`user`, `group` or `role`.", required=True),
-            col("principal_name", "`user_name`, `group_name` or `role_name`.", required=True),
-            col("policy_name", "Inline policy name.", required=True),
-            col("document", "Policy document (JSON).", required=True),
-        ),
-        primary_key=("account_id", "principal_type", "principal_name", "policy_name"),
-    ),
-    Table(
-        "aws_sso_permission_sets",
-        "IAM Identity Center permission sets.",
-        (
-            col("arn", "Permission set ARN.", required=True),
-            col("name", "Name, e.g. `AdministratorAccess`.", required=True),
-            col("description", "Description."),
-            col("session_duration", "ISO-8601 duration, e.g. `PT8H`.", required=True),
-            col("created_date", "Creation time (UTC)."),
-        ),
-        primary_key=("arn",),
-    ),
-    Table(
-        "aws_sso_permission_set_policies",
-        "Managed policies attached to each permission set.",
-        (
-            col("permission_set_arn", "`aws_sso_permission_sets.arn`.", required=True),
-            col("policy_arn", "`aws_iam_policies.arn`.", required=True),
-        ),
-        primary_key=("permission_set_arn", "policy_arn"),
-        foreign_keys=(fk("permission_set_arn", "aws_sso_permission_sets", "arn"),),
-    ),
-    Table(
-        "aws_sso_account_assignments",
-        "Who gets which permission set in which account. A `GROUP` assignment applies to every member.",
-        (
-            col("account_id", "`aws_accounts.id`.", required=True),
-            col("permission_set_arn", "`aws_sso_permission_sets.arn`.", required=True),
-            col("principal_type", "`USER` or `GROUP`.", required=True),
-            col(
-                "principal_id",
-                "`aws_identitystore_users.user_id` or `aws_identitystore_groups.group_id`.",
-                required=True,
-            ),
-        ),
-        primary_key=("account_id", "permission_set_arn", "principal_type", "principal_id"),
-        foreign_keys=(fk("permission_set_arn", "aws_sso_permission_sets", "arn"),),
-    ),
-    Table(
-        "aws_identitystore_users",
-        "Users in the Identity Center identity store, provisioned from the IdP over SCIM (or created by hand).",
-        (
-            col("user_id", "Identity store user id.", required=True),
-            col("user_name", "User name as the IdP sent it (the IdP login).", required=True),
-            col("display_name", "Display name."),
-            col("email", "Primary email."),
-            col(
-                "external_id",
-                "The IdP's id for this user (for SCIM users, the IdP user id); NULL for users created by hand.",
-            ),
-        ),
-        primary_key=("user_id",),
-    ),
-    Table(
-        "aws_identitystore_groups",
-        "Groups in the identity store, pushed from the IdP under the IdP group's name.",
-        (
-            col("group_id", "Identity store group id.", required=True),
-            col("display_name", "Group name.", required=True),
-            col("external_id", "The IdP's id for this group; NULL if created by hand."),
-        ),
-        primary_key=("group_id",),
-    ),
-    Table(
-        "aws_identitystore_group_memberships",
-        "Members of identity store groups.",
-        (
-            col("group_id", "`aws_identitystore_groups.group_id`.", required=True),
-            col("user_id", "`aws_identitystore_users.user_id`.", required=True),
-        ),
-        primary_key=("group_id", "user_id"),
-        foreign_keys=(
-            fk("group_id", "aws_identitystore_groups", "group_id"),
-            fk("user_id", "aws_identitystore_users", "user_id"),
-        ),
-    ),
-)
 
 MANAGED = {
     "AdministratorAccess": "Provides full access to AWS services and resources.",
@@ -307,11 +83,11 @@ def _trust_service(service: str) -> str:
     return _doc([{"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}])
 
 
-def generate(org: Org) -> Rows:
-    """Accounts, IAM, and Identity Center."""
+def generate(org: Org, okta: OktaDirectory) -> Rows:
+    """Accounts, IAM, and Identity Center (fed by Okta over SCIM)."""
     out: Rows = {
         "aws_accounts": [
-            (
+            AwsAccountRow(
                 aid,
                 name,
                 f"aws+{name}@corvid.io",
@@ -322,11 +98,11 @@ def generate(org: Org) -> Rows:
             for aid, name, ou, status in ACCOUNTS
         ],
     }
-    policies: list[Row] = [
-        (f"arn:aws:iam::aws:policy/{n}", n, "AWS managed", None, d, None) for n, d in MANAGED.items()
+    policies: list[AwsIamPolicyRow] = [
+        AwsIamPolicyRow(f"arn:aws:iam::aws:policy/{n}", n, "AWS managed", None, d, None) for n, d in MANAGED.items()
     ]
     policies += [
-        (
+        AwsIamPolicyRow(
             f"arn:aws:iam::{ACCT['corvid-prod']}:policy/ops-break-fix",
             "ops-break-fix",
             "Customer managed",
@@ -334,7 +110,7 @@ def generate(org: Org) -> Rows:
             "Temporary operational fixes",
             _doc([{"Effect": "Allow", "Action": "*", "Resource": "*"}]),
         ),
-        (
+        AwsIamPolicyRow(
             f"arn:aws:iam::{ACCT['lumen-legacy']}:policy/lumen-iam-manage",
             "lumen-iam-manage",
             "Customer managed",
@@ -342,7 +118,7 @@ def generate(org: Org) -> Rows:
             "Legacy IAM self-service",
             _doc([{"Effect": "Allow", "Action": ["iam:*"], "Resource": "*"}]),
         ),
-        (
+        AwsIamPolicyRow(
             f"arn:aws:iam::{ACCT['corvid-data-prod']}:policy/s3-data-reader",
             "s3-data-reader",
             "Customer managed",
@@ -358,7 +134,7 @@ def generate(org: Org) -> Rows:
                 ]
             ),
         ),
-        (
+        AwsIamPolicyRow(
             f"arn:aws:iam::{ACCT['corvid-shared-services']}:policy/ci-deploy",
             "ci-deploy",
             "Customer managed",
@@ -369,41 +145,11 @@ def generate(org: Org) -> Rows:
     ]
     out["aws_iam_policies"] = policies
     out.update(_iam_users(org))
-    out.update(_roles(org))
-    out.update(_identity_center(org))
-    role_attach: list[tuple[object, ...]] = org.shared["aws_role_attachments"]  # type: ignore[assignment]
+    iam_roles, role_attach = _roles(org)
+    identity_center, sso_roles = _identity_center(org, okta)
+    out.update(identity_center)
     out["aws_iam_policy_attachments"] = [*out["aws_iam_policy_attachments"], *role_attach]
-    roles = list(out["aws_iam_roles"])
-    # Identity Center materialises one role per (account, permission set) it has assigned.
-    ps_name = {r[0]: r[1] for r in out["aws_sso_permission_sets"]}
-    saml = "arn:aws:iam::{}:saml-provider/AWSSSO_7223c4d9e8f1a0b2_DO_NOT_DELETE"
-    for account, ps in sorted({(str(a[0]), str(a[1])) for a in out["aws_sso_account_assignments"]}):
-        name = f"AWSReservedSSO_{ps_name[ps]}_{org.hexid(16)}"
-        trust = _doc(
-            [
-                {
-                    "Effect": "Allow",
-                    "Principal": {"Federated": saml.format(account)},
-                    "Action": ["sts:AssumeRoleWithSAML", "sts:TagSession"],
-                    "Condition": {"StringEquals": {"SAML:aud": "https://signin.aws.amazon.com/saml"}},
-                }
-            ]
-        )
-        roles.append(
-            (
-                account,
-                name,
-                "AROA" + org.token("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 17),
-                f"arn:aws:iam::{account}:role/aws-reserved/sso.amazonaws.com/{name}",
-                "/aws-reserved/sso.amazonaws.com/",
-                None,
-                trust,
-                "2020-06-01T12:05:00Z",
-                ts(org.when(AS_OF - timedelta(days=10), AS_OF)),
-                28800,
-            )
-        )
-    out["aws_iam_roles"] = roles
+    out["aws_iam_roles"] = [*iam_roles, *sso_roles]
     return out
 
 
@@ -427,12 +173,12 @@ def _camel(p: Person) -> str:
 
 def _iam_users(org: Org) -> Rows:
     rng = org.rng
-    users: list[tuple[object, ...]] = []
-    keys: list[tuple[object, ...]] = []
-    mfa: list[tuple[object, ...]] = []
-    attach: list[tuple[object, ...]] = []
-    inline: list[tuple[object, ...]] = []
-    memberships: list[tuple[object, ...]] = []
+    users: list[AwsIamUserRow] = []
+    keys: list[AwsIamAccessKeyRow] = []
+    mfa: list[AwsIamMfaDeviceRow] = []
+    attach: list[AwsIamPolicyAttachmentRow] = []
+    inline: list[AwsIamInlinePolicyRow] = []
+    memberships: list[AwsIamGroupMembershipRow] = []
     legacy = ACCT["lumen-legacy"]
     dev = ACCT["corvid-dev"]
 
@@ -449,7 +195,7 @@ def _iam_users(org: Org) -> Rows:
         tags: dict[str, str] | None = None,
     ) -> None:
         users.append(
-            (
+            AwsIamUserRow(
                 account,
                 name,
                 "AIDA" + org.token("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 17),
@@ -463,7 +209,7 @@ def _iam_users(org: Org) -> Rows:
 
     def key(account: str, name: str, created: datetime, last: datetime | None, status: str = "Active") -> None:
         keys.append(
-            (
+            AwsIamAccessKeyRow(
                 account,
                 name,
                 key_id(),
@@ -477,7 +223,7 @@ def _iam_users(org: Org) -> Rows:
     def add_mfa(account: str, name: str, kind: str = "virtual") -> None:
         serial = f"arn:aws:iam::{account}:mfa/{name}" if kind == "virtual" else "GAHT" + org.token("0123456789", 8)
         mfa.append(
-            (
+            AwsIamMfaDeviceRow(
                 account,
                 name,
                 serial,
@@ -519,12 +265,12 @@ def _iam_users(org: Org) -> Rows:
         if i % 5 == 0:
             key(legacy, name, created + timedelta(days=400), None, "Inactive")
         group = "Admins" if i % 6 == 0 else "Developers" if i % 3 else "ReadOnly"
-        memberships.append((legacy, group, name))
+        memberships.append(AwsIamGroupMembershipRow(legacy, group, name))
         if console and i % 7 not in (0, 3):
             add_mfa(legacy, name)
         if i == 7:
             inline.append(
-                (
+                AwsIamInlinePolicyRow(
                     legacy,
                     "user",
                     name,
@@ -557,7 +303,7 @@ def _iam_users(org: Org) -> Rows:
             last_console=org.when(AS_OF - timedelta(days=600), recent) if i % 3 == 0 else None,
         )
         key(dev, name, created, org.when(AS_OF - timedelta(days=700), recent))
-        attach.append((dev, "user", name, "arn:aws:iam::aws:policy/PowerUserAccess"))
+        attach.append(AwsIamPolicyAttachmentRow(dev, "user", name, "arn:aws:iam::aws:policy/PowerUserAccess"))
     # Service and break-glass users. Owners are recorded only in tags.
     owner_pool = [p for p in org.people if "sre" in p.tags and not p.left]
     gone_owner = next(p for p in org.people if "sre" in p.tags and p.left)
@@ -590,7 +336,7 @@ def _iam_users(org: Org) -> Rows:
                 created if old else AS_OF - timedelta(days=40),
                 org.when(AS_OF - timedelta(days=20), recent),
             )
-        attach.append((account, "user", name, _policy_arn(policy)))
+        attach.append(AwsIamPolicyAttachmentRow(account, "user", name, _policy_arn(policy)))
     # Family 3: console users with administrator rights and no MFA, in prod.
     prod = ACCT["corvid-prod"]
     for p in org.pick([p for p in org.people if "sre" in p.tags and not p.left], 3):
@@ -602,17 +348,20 @@ def _iam_users(org: Org) -> Rows:
             console=True,
             last_console=org.when(AS_OF - timedelta(days=30), recent),
         )
-        attach.append((prod, "user", name, "arn:aws:iam::aws:policy/AdministratorAccess"))
+        attach.append(AwsIamPolicyAttachmentRow(prod, "user", name, "arn:aws:iam::aws:policy/AdministratorAccess"))
         p.tags.add("aws_admin_no_mfa")
     decoy = org.pick([p for p in org.people if "sre" in p.tags and not p.left], 1)[0]
     user(prod, f"{_camel(decoy)}-Admin", at(date(2022, 3, 1)), console=True, last_console=recent)
     add_mfa(prod, f"{_camel(decoy)}-Admin", "u2f")
-    attach.append((prod, "user", f"{_camel(decoy)}-Admin", "arn:aws:iam::aws:policy/AdministratorAccess"))
-    groups = [(legacy, g, f"arn:aws:iam::{legacy}:group/{g}") for g in ("Admins", "Developers", "ReadOnly")]
+    admin = "arn:aws:iam::aws:policy/AdministratorAccess"
+    attach.append(AwsIamPolicyAttachmentRow(prod, "user", f"{_camel(decoy)}-Admin", admin))
+    groups = [
+        AwsIamGroupRow(legacy, g, f"arn:aws:iam::{legacy}:group/{g}") for g in ("Admins", "Developers", "ReadOnly")
+    ]
     attach += [
-        (legacy, "group", "Admins", "arn:aws:iam::aws:policy/AdministratorAccess"),
-        (legacy, "group", "Developers", "arn:aws:iam::aws:policy/PowerUserAccess"),
-        (legacy, "group", "ReadOnly", "arn:aws:iam::aws:policy/ReadOnlyAccess"),
+        AwsIamPolicyAttachmentRow(legacy, "group", "Admins", "arn:aws:iam::aws:policy/AdministratorAccess"),
+        AwsIamPolicyAttachmentRow(legacy, "group", "Developers", "arn:aws:iam::aws:policy/PowerUserAccess"),
+        AwsIamPolicyAttachmentRow(legacy, "group", "ReadOnly", "arn:aws:iam::aws:policy/ReadOnlyAccess"),
     ]
     return {
         "aws_iam_users": users,
@@ -625,16 +374,17 @@ def _iam_users(org: Org) -> Rows:
     }
 
 
-def _roles(org: Org) -> Rows:
+def _roles(org: Org) -> tuple[list[AwsIamRoleRow], list[AwsIamPolicyAttachmentRow]]:
+    """IAM roles (but those Identity Center makes), and the policy attachments of those roles."""
     rng = org.rng
-    roles: list[tuple[object, ...]] = []
+    roles: list[AwsIamRoleRow] = []
     mgmt = ACCT["corvid-management"]
 
     def role(
         account: str, name: str, trust: str, *, path: str = "/", desc: str | None = None, used: bool = True
     ) -> None:
         roles.append(
-            (
+            AwsIamRoleRow(
                 account,
                 name,
                 "AROA" + org.token("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 17),
@@ -648,13 +398,14 @@ def _roles(org: Org) -> Rows:
             )
         )
 
-    attach: list[tuple[object, ...]] = []
+    attach: list[AwsIamPolicyAttachmentRow] = []
     for aid, _name, _ou, status in ACCOUNTS:
         if status != "ACTIVE":
             continue
         if aid != mgmt:
             role(aid, "OrganizationAccountAccessRole", _trust_account(mgmt), desc="Created by Organizations")
-            attach.append((aid, "role", "OrganizationAccountAccessRole", "arn:aws:iam::aws:policy/AdministratorAccess"))
+            admin = "arn:aws:iam::aws:policy/AdministratorAccess"
+            attach.append(AwsIamPolicyAttachmentRow(aid, "role", "OrganizationAccountAccessRole", admin))
         role(
             aid,
             "AWSServiceRoleForSupport",
@@ -712,16 +463,18 @@ def _roles(org: Org) -> Rows:
     )
     for account, name, trust, policy in cross:
         role(account, name, trust, desc="Cross-account access")
-        attach.append((account, "role", name, _policy_arn(policy)))
-    attach.append((prod, "role", "ec2-app-instance", f"arn:aws:iam::{prod}:policy/ops-break-fix"))
-    org.shared["aws_role_attachments"] = attach
-    return {"aws_iam_roles": roles}
+        attach.append(AwsIamPolicyAttachmentRow(account, "role", name, _policy_arn(policy)))
+    break_fix = f"arn:aws:iam::{prod}:policy/ops-break-fix"
+    attach.append(AwsIamPolicyAttachmentRow(prod, "role", "ec2-app-instance", break_fix))
+    return roles, attach
 
 
-def _identity_center(org: Org) -> Rows:
+def _identity_center(org: Org, okta: OktaDirectory) -> tuple[Rows, list[AwsIamRoleRow]]:
+    """Permission sets, account assignments, and the users and groups Okta pushed over SCIM; and the IAM
+    roles Identity Center materialises in the accounts."""
     rng = org.rng
-    okta_users: list[OktaUser] = org.shared["okta_users"]  # type: ignore[assignment]
-    okta_groups: dict[str, str] = org.shared["okta_groups"]  # type: ignore[assignment]
+    okta_users = okta.users
+    okta_groups = okta.group_ids
     pushed = AWS_PUSHED_GROUPS
     psets = {
         "AdministratorAccess": ["AdministratorAccess"],
@@ -734,7 +487,7 @@ def _identity_center(org: Org) -> Rows:
     }
     ps_arn = {n: f"arn:aws:sso:::permissionSet/ssoins-7223c4d9e8f1a0b2/ps-{org.hexid(16)}" for n in psets}
     rows_ps = [
-        (
+        AwsSsoPermissionSetRow(
             ps_arn[n],
             n,
             f"{n} permission set",
@@ -743,18 +496,20 @@ def _identity_center(org: Org) -> Rows:
         )
         for n in psets
     ]
-    rows_psp = [(ps_arn[n], f"arn:aws:iam::aws:policy/{p}") for n, ps in psets.items() for p in ps]
+    rows_psp = [
+        AwsSsoPermissionSetPolicyRow(ps_arn[n], f"arn:aws:iam::aws:policy/{p}") for n, ps in psets.items() for p in ps
+    ]
 
     def sid() -> str:
         return f"9067{rng.randint(100000, 999999)}-{org.guid()}"
 
     users: dict[str, str] = {}  # okta id -> store id
-    rows_users: list[tuple[object, ...]] = []
+    rows_users: list[AwsIdentitystoreUserRow] = []
     in_app = [u for u in okta_users if u.status != "DEPROVISIONED" and u.groups & set(pushed)]
     for u in in_app:
         users[u.id] = sid()
         name = u.person.name if u.person else u.login
-        rows_users.append((users[u.id], u.login, name, u.login.lower(), u.id))
+        rows_users.append(AwsIdentitystoreUserRow(users[u.id], u.login, name, u.login.lower(), u.id))
     # Family 1: leavers deprovisioned in Okta whose SCIM delete failed, with a direct assignment.
     stale = [
         u
@@ -771,11 +526,11 @@ def _identity_center(org: Org) -> Rows:
         users[u.id] = sid()
         assert u.person is not None
         u.person.tags.add("aws_sso_stale_leaver")
-        rows_users.append((users[u.id], u.login, u.person.name, u.login.lower(), u.id))
+        rows_users.append(AwsIdentitystoreUserRow(users[u.id], u.login, u.person.name, u.login.lower(), u.id))
     # A hand-made user (no external id) with admin in management: matches nobody unless resolved by email.
     manual_id = sid()
     rows_users.append(
-        (
+        AwsIdentitystoreUserRow(
             manual_id,
             "admin-consultant@northbridge-consulting.com",
             "Northbridge Admin",
@@ -784,12 +539,14 @@ def _identity_center(org: Org) -> Rows:
         )
     )
     groups = {g: sid() for g in pushed}
-    rows_groups = [(groups[g], g, okta_groups[g]) for g in pushed]
-    rows_members = sorted((groups[g], users[u.id]) for u in in_app for g in u.groups & set(pushed))
-    assigns: set[tuple[str, str, str, str]] = set()
+    rows_groups = [AwsIdentitystoreGroupRow(groups[g], g, okta_groups[g]) for g in pushed]
+    rows_members = sorted(
+        AwsIdentitystoreGroupMembershipRow(groups[g], users[u.id]) for u in in_app for g in u.groups & set(pushed)
+    )
+    assigns: set[AwsSsoAccountAssignmentRow] = set()
 
     def assign(account: str, ps: str, kind: str, principal: str) -> None:
-        assigns.add((ACCT[account], ps_arn[ps], kind, principal))
+        assigns.add(AwsSsoAccountAssignmentRow(ACCT[account], ps_arn[ps], kind, principal))
 
     for acct in ("corvid-prod", "corvid-data-prod"):
         assign(acct, "AdministratorAccess", "GROUP", groups["aws-prod-admin"])
@@ -815,11 +572,49 @@ def _identity_center(org: Org) -> Rows:
     direct = [u for u in in_app if u.person and "sec" in u.person.tags][:2]
     for u in direct:
         assign("corvid-security", "AdministratorAccess", "USER", users[u.id])
-    return {
+    assignments = sorted(assigns)
+    rows: Rows = {
         "aws_sso_permission_sets": rows_ps,
         "aws_sso_permission_set_policies": rows_psp,
-        "aws_sso_account_assignments": sorted(assigns),
+        "aws_sso_account_assignments": assignments,
         "aws_identitystore_users": rows_users,
         "aws_identitystore_groups": rows_groups,
         "aws_identitystore_group_memberships": rows_members,
     }
+    return rows, _sso_roles(org, rows_ps, assignments)
+
+
+def _sso_roles(
+    org: Org, permission_sets: Sequence[AwsSsoPermissionSetRow], assignments: Sequence[AwsSsoAccountAssignmentRow]
+) -> list[AwsIamRoleRow]:
+    """The roles Identity Center materialises: one per (account, permission set) it has assigned."""
+    ps_name = {r.arn: r.name for r in permission_sets}
+    saml = "arn:aws:iam::{}:saml-provider/AWSSSO_7223c4d9e8f1a0b2_DO_NOT_DELETE"
+    roles: list[AwsIamRoleRow] = []
+    for account, ps in sorted({(a.account_id, a.permission_set_arn) for a in assignments}):
+        name = f"AWSReservedSSO_{ps_name[ps]}_{org.hexid(16)}"
+        trust = _doc(
+            [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Federated": saml.format(account)},
+                    "Action": ["sts:AssumeRoleWithSAML", "sts:TagSession"],
+                    "Condition": {"StringEquals": {"SAML:aud": "https://signin.aws.amazon.com/saml"}},
+                }
+            ]
+        )
+        roles.append(
+            AwsIamRoleRow(
+                account,
+                name,
+                "AROA" + org.token("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 17),
+                f"arn:aws:iam::{account}:role/aws-reserved/sso.amazonaws.com/{name}",
+                "/aws-reserved/sso.amazonaws.com/",
+                None,
+                trust,
+                "2020-06-01T12:05:00Z",
+                ts(org.when(AS_OF - timedelta(days=10), AS_OF)),
+                28800,
+            )
+        )
+    return roles

@@ -6,246 +6,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from runner.world.org import AS_OF, DOMAIN, TENANT_DOMAIN, Org, Person, Row, Rows, at, ts
-from runner.world.schema import Table, col, fk
+from runner.world.org import AS_OF, DOMAIN, TENANT_DOMAIN, Generated, Org, Person, Rows, at, ts
+from runner.world.tables.azure import (
+    AzureConditionalAccessPolicyRow,
+    AzureConditionalAccessTargetRow,
+    AzureDirectoryRoleRow,
+    AzureGroupMemberRow,
+    AzureGroupRow,
+    AzureRoleAssignmentRow,
+    AzureServicePrincipalCredentialRow,
+    AzureServicePrincipalOwnerRow,
+    AzureServicePrincipalRow,
+    AzureUserRegistrationDetailRow,
+    AzureUserRow,
+)
 
 TENANT_ID = "7c1d9e02-45b3-4f7a-9a61-2e8c4b5d0f13"
 MICROSOFT_TENANT = "f8cdef31-a31e-4b4a-93e4-5f571e91255a"
 
-TABLES = (
-    Table(
-        "azure_users",
-        "Entra ID users (`/users`), members and guests. Deleted users are gone from this table; disabled "
-        "ones remain with `account_enabled = 0`.",
-        (
-            col("id", "Object id (GUID).", required=True),
-            col(
-                "user_principal_name",
-                "UPN, the sign-in name. Members use `<initial><surname>@corvid.io`; "
-                "guests use `<mail with @ as _>#EXT#@corvid.onmicrosoft.com`.",
-                required=True,
-            ),
-            col("mail", "Primary SMTP address; for members usually `first.last@corvid.io`."),
-            col("display_name", "Display name.", required=True),
-            col("given_name", "Given name."),
-            col("surname", "Surname."),
-            col("job_title", "Job title as synced to the directory (may lag HR)."),
-            col("department", "Department as synced to the directory (may lag HR)."),
-            col("user_type", "`Member` or `Guest`.", required=True),
-            col("account_enabled", "1 if the account can sign in, 0 if disabled.", "INTEGER", required=True),
-            col("external_user_state", "For guests: `Accepted` or `PendingAcceptance`; NULL for members."),
-            col("created_date_time", "Creation time (UTC).", required=True),
-            col(
-                "last_sign_in_date_time",
-                "Last interactive sign-in (UTC), from `signInActivity`; NULL if never.",
-            ),
-        ),
-        primary_key=("id",),
-    ),
-    Table(
-        "azure_groups",
-        "Entra ID groups. Security groups can be nested; role-assignable groups can hold directory roles.",
-        (
-            col("id", "Object id (GUID).", required=True),
-            col("display_name", "Group name.", required=True),
-            col("description", "Free-text description."),
-            col("mail_nickname", "Mail nickname."),
-            col("security_enabled", "1 for security groups.", "INTEGER", required=True),
-            col("mail_enabled", "1 for mail-enabled groups.", "INTEGER", required=True),
-            col(
-                "group_types",
-                "`Unified` for Microsoft 365 groups, `DynamicMembership` for rule-based groups, "
-                "empty for plain security groups.",
-            ),
-            col(
-                "is_assignable_to_role",
-                "1 if directory roles can be assigned to the group.",
-                "INTEGER",
-                required=True,
-            ),
-            col("created_date_time", "Creation time (UTC)."),
-        ),
-        primary_key=("id",),
-    ),
-    Table(
-        "azure_group_members",
-        "Direct members of each group. A member may itself be a group (nesting): membership is transitive.",
-        (
-            col("group_id", "`azure_groups.id`.", required=True),
-            col(
-                "member_id",
-                "Object id of the member: an `azure_users.id`, an `azure_groups.id` or an "
-                "`azure_service_principals.id`.",
-                required=True,
-            ),
-            col("member_type", "`user`, `group` or `servicePrincipal`.", required=True),
-        ),
-        primary_key=("group_id", "member_id"),
-        foreign_keys=(fk("group_id", "azure_groups", "id"),),
-    ),
-    Table(
-        "azure_directory_roles",
-        "Built-in directory role definitions in use in the tenant.",
-        (
-            col("id", "Role template id (GUID), the same in every tenant.", required=True),
-            col("display_name", "Role name, e.g. `Global Administrator`.", required=True),
-            col("is_privileged", "1 if Microsoft marks the role as privileged.", "INTEGER", required=True),
-        ),
-        primary_key=("id",),
-    ),
-    Table(
-        "azure_role_assignments",
-        "Directory role assignments (`/roleManagement/directory/roleAssignments` plus PIM eligibility). "
-        "A role assigned to a group applies to every (transitive) member.",
-        (
-            col("id", "Assignment id.", required=True),
-            col("role_definition_id", "`azure_directory_roles.id`.", required=True),
-            col(
-                "principal_id",
-                "Object id of the user, group or service principal holding the role.",
-                required=True,
-            ),
-            col("principal_type", "`User`, `Group` or `ServicePrincipal`.", required=True),
-            col("directory_scope_id", "`/` for the whole tenant, or an administrative unit path."),
-            col(
-                "assignment_type",
-                "`Active` (holds the role now) or `Eligible` (PIM: must activate first).",
-                required=True,
-            ),
-            col("created_date_time", "When the assignment was made (UTC)."),
-        ),
-        primary_key=("id",),
-        foreign_keys=(fk("role_definition_id", "azure_directory_roles", "id"),),
-    ),
-    Table(
-        "azure_conditional_access_policies",
-        "Conditional access policies. Who each policy targets is in `azure_conditional_access_targets`.",
-        (
-            col("id", "Policy id (GUID).", required=True),
-            col("display_name", "Policy name.", required=True),
-            col(
-                "state",
-                "`enabled`, `disabled` or `enabledForReportingButNotEnforced` (report-only: "
-                "evaluated and logged, never enforced).",
-                required=True,
-            ),
-            col(
-                "grant_controls",
-                "Comma-separated built-in controls: `mfa`, `compliantDevice`, "
-                "`domainJoinedDevice`, `passwordChange` or `block`.",
-            ),
-            col("grant_operator", "`OR` (any control satisfies) or `AND` (all are required)."),
-            col(
-                "client_app_types",
-                "Comma-separated client app types the policy applies to, e.g. `all`, "
-                "`exchangeActiveSync,other` (legacy authentication).",
-            ),
-            col("created_date_time", "Creation time (UTC)."),
-            col("modified_date_time", "Last modification (UTC)."),
-        ),
-        primary_key=("id",),
-    ),
-    Table(
-        "azure_conditional_access_targets",
-        "The users, groups and roles each policy includes or excludes. An exclusion beats an inclusion. "
-        "A group target covers the group's transitive members.",
-        (
-            col("policy_id", "`azure_conditional_access_policies.id`.", required=True),
-            col("scope", "`include` or `exclude`.", required=True),
-            col("target_type", "`user`, `group`, `role` or `special`.", required=True),
-            col(
-                "target_id",
-                "An `azure_users.id`, `azure_groups.id` or `azure_directory_roles.id`; for "
-                "`special`: `All` or `GuestsOrExternalUsers`.",
-                required=True,
-            ),
-        ),
-        primary_key=("policy_id", "scope", "target_type", "target_id"),
-        foreign_keys=(fk("policy_id", "azure_conditional_access_policies", "id"),),
-    ),
-    Table(
-        "azure_user_registration_details",
-        "Authentication methods registration per user (`/reports/authenticationMethods/userRegistrationDetails`).",
-        (
-            col("id", "`azure_users.id`.", required=True),
-            col("user_principal_name", "UPN at the time of the report.", required=True),
-            col("is_mfa_registered", "1 if the user registered any MFA method.", "INTEGER", required=True),
-            col(
-                "is_mfa_capable",
-                "1 if a registered method is usable for MFA under current policy.",
-                "INTEGER",
-                required=True,
-            ),
-            col(
-                "is_passwordless_capable",
-                "1 if a passwordless method is registered.",
-                "INTEGER",
-                required=True,
-            ),
-            col(
-                "methods_registered",
-                "Comma-separated: `microsoftAuthenticatorPush`, `softwareOneTimePasscode`, "
-                "`fido2`, `windowsHelloForBusiness`, `mobilePhone`, `email`. Empty if none.",
-            ),
-            col(
-                "default_mfa_method",
-                "`microsoftAuthenticatorPush`, `softwareOneTimePasscode`, `fido2`, `sms`, `voiceMobile` or `none`.",
-            ),
-            col("last_updated_date_time", "When the details were computed (UTC)."),
-        ),
-        primary_key=("id",),
-    ),
-    Table(
-        "azure_service_principals",
-        "Service principals: the tenant's own app registrations, Microsoft first-party apps, managed "
-        "identities and multi-tenant third-party apps consented into the tenant.",
-        (
-            col("id", "Object id (GUID).", required=True),
-            col("app_id", "Application (client) id (GUID).", required=True),
-            col("display_name", "App name.", required=True),
-            col("service_principal_type", "`Application` or `ManagedIdentity`.", required=True),
-            col("account_enabled", "1 if sign-in is enabled.", "INTEGER", required=True),
-            col(
-                "app_owner_organization_id",
-                "Tenant id of the publisher. The company's own tenant is "
-                "`7c1d9e02-45b3-4f7a-9a61-2e8c4b5d0f13`; Microsoft's is `f8cdef31-a31e-4b4a-93e4-5f571e91255a`.",
-            ),
-            col("created_date_time", "Creation time (UTC)."),
-        ),
-        primary_key=("id",),
-    ),
-    Table(
-        "azure_service_principal_credentials",
-        "Client secrets and certificates on service principals and their app registrations.",
-        (
-            col("key_id", "Credential id (GUID).", required=True),
-            col("service_principal_id", "`azure_service_principals.id`.", required=True),
-            col("type", "`Password` (client secret) or `AsymmetricX509Cert`.", required=True),
-            col("display_name", "Credential description."),
-            col("start_date_time", "Valid from (UTC).", required=True),
-            col(
-                "end_date_time",
-                "Expires (UTC). Secrets valid for more than two years violate policy.",
-                required=True,
-            ),
-        ),
-        primary_key=("key_id",),
-        foreign_keys=(fk("service_principal_id", "azure_service_principals", "id"),),
-    ),
-    Table(
-        "azure_service_principal_owners",
-        "Users who own each service principal and can manage its credentials.",
-        (
-            col("service_principal_id", "`azure_service_principals.id`.", required=True),
-            col("owner_id", "`azure_users.id`.", required=True),
-        ),
-        primary_key=("service_principal_id", "owner_id"),
-        foreign_keys=(
-            fk("service_principal_id", "azure_service_principals", "id"),
-            fk("owner_id", "azure_users", "id"),
-        ),
-    ),
-)
 
 ROLES = (
     ("62e90394-69f5-4237-9190-012177145e10", "Global Administrator", 1),
@@ -283,11 +61,21 @@ class AzureUser:
     enabled: bool
 
 
-def generate(org: Org) -> Rows:
+@dataclass(frozen=True)
+class AzureDirectory:
+    """What Azure AD publishes for the trap plantings that run after every vendor."""
+
+    # Every Entra user: members in HR order, then cloud-only accounts, then guests.
+    users: tuple[AzureUser, ...]
+    # The four people planted as Global Administrators, in the order they were drawn.
+    global_admins: tuple[AzureUser, ...]
+
+
+def generate(org: Org) -> Generated[AzureDirectory]:
     """Members, guests, groups, roles, conditional access and service principals."""
     rng = org.rng
     users: list[AzureUser] = []
-    rows_users: list[tuple[object, ...]] = []
+    rows_users: list[AzureUserRow] = []
     leavers = [p for p in org.people if p.left and p.termination and p.termination > date(2025, 9, 1)]
     enabled_leavers = {p.pid for p in org.pick(leavers, 5)}
     for p in org.pick(leavers, 0):
@@ -311,7 +99,7 @@ def generate(org: Org) -> Rows:
             last = org.when(at(p.termination) - timedelta(days=5), at(p.termination, 17))
         users.append(AzureUser(uid, upn, p, enabled))
         rows_users.append(
-            (
+            AzureUserRow(
                 uid,
                 upn,
                 p.email,
@@ -341,7 +129,7 @@ def generate(org: Org) -> Rows:
         users.append(AzureUser(uid, upn, None, True))
         seen = None if local.startswith("breakglass") else ts(org.when(AS_OF - timedelta(days=90), AS_OF))
         rows_users.append(
-            (
+            AzureUserRow(
                 uid,
                 upn,
                 None if domain == TENANT_DOMAIN else upn,
@@ -369,7 +157,7 @@ def generate(org: Org) -> Rows:
         users.append(AzureUser(uid, upn, None, True))
         state = "Accepted" if rng.random() < 0.85 else "PendingAcceptance"
         rows_users.append(
-            (
+            AzureUserRow(
                 uid,
                 upn,
                 mail,
@@ -385,27 +173,29 @@ def generate(org: Org) -> Rows:
                 ts(org.when(AS_OF - timedelta(days=300), AS_OF)) if state == "Accepted" else None,
             )
         )
-    org.shared["azure_users"] = users
     by_upn = {u.upn: u for u in users}
-    out = _groups_roles_ca(org, users, by_upn, rows_users)
+    out, ga = _groups_roles_ca(org, users, by_upn, rows_users)
     out["azure_users"] = rows_users
-    out.update(_service_principals(org, users))
-    return out
+    principals, principal_roles = _service_principals(org, users)
+    out.update(principals)
+    out["azure_role_assignments"] = [*out["azure_role_assignments"], *principal_roles]
+    return Generated(out, AzureDirectory(users=tuple(users), global_admins=tuple(ga)))
 
 
 def _groups_roles_ca(
-    org: Org, users: list[AzureUser], by_upn: dict[str, AzureUser], rows_users: list[tuple[object, ...]]
-) -> Rows:
+    org: Org, users: list[AzureUser], by_upn: dict[str, AzureUser], rows_users: list[AzureUserRow]
+) -> tuple[Rows, list[AzureUser]]:
+    """Groups, user role assignments and conditional access, and the planted Global Administrators."""
     rng = org.rng
     groups: dict[str, str] = {}
-    rows_groups: list[tuple[object, ...]] = []
-    members: list[tuple[object, ...]] = []
+    rows_groups: list[AzureGroupRow] = []
+    members: list[AzureGroupMemberRow] = []
 
     def group(name: str, desc: str, *, role: bool = False, kind: str = "", mail: bool = False) -> str:
         gid = org.guid()
         groups[name] = gid
         rows_groups.append(
-            (
+            AzureGroupRow(
                 gid,
                 name,
                 desc,
@@ -420,7 +210,7 @@ def _groups_roles_ca(
         return gid
 
     def member(g: str, mid: str, kind: str = "user") -> None:
-        members.append((groups[g], mid, kind))
+        members.append(AzureGroupMemberRow(groups[g], mid, kind))
 
     humans = [u for u in users if u.person and u.enabled and not u.person.left]
     for dept in sorted({p.department for p in org.people}):
@@ -468,12 +258,12 @@ def _groups_roles_ca(
     member("SG-Identity-Ops", it[18].id)
     member("SG-Identity-Ops", groups["SG-Helpdesk"], "group")
 
-    rows_roles = [(rid, name, priv) for rid, name, priv in ROLES]
-    assigns: list[tuple[object, ...]] = []
+    rows_roles = [AzureDirectoryRoleRow(rid, name, priv) for rid, name, priv in ROLES]
+    assigns: list[AzureRoleAssignmentRow] = []
 
     def assign(role: str, pid: str, ptype: str = "User", kind: str = "Active") -> None:
         assigns.append(
-            (
+            AzureRoleAssignmentRow(
                 org.guid(),
                 ROLE[role],
                 pid,
@@ -511,14 +301,12 @@ def _groups_roles_ca(
     assign("Exchange Administrator", leaver.id)
     # Family 11: a dormant Global Administrator (no sign-in since last year).
     dormant = ga[3]
-    idx = next(i for i, r in enumerate(rows_users) if r[0] == dormant.id)
-    rows_users[idx] = (*rows_users[idx][:12], "2025-11-21T16:40:00Z")
-    org.shared["azure_roles"] = assigns
-    org.shared["azure_ga"] = ga
+    idx = next(i for i, r in enumerate(rows_users) if r.id == dormant.id)
+    rows_users[idx] = rows_users[idx]._replace(last_sign_in_date_time="2025-11-21T16:40:00Z")
 
     rows_ca, rows_targets = _conditional_access(org, groups, by_upn, ga)
     rows_reg = _registration(org, users, ga)
-    return {
+    rows: Rows = {
         "azure_groups": rows_groups,
         "azure_group_members": members,
         "azure_directory_roles": rows_roles,
@@ -527,13 +315,14 @@ def _groups_roles_ca(
         "azure_conditional_access_targets": rows_targets,
         "azure_user_registration_details": rows_reg,
     }
+    return rows, ga
 
 
 def _conditional_access(
     org: Org, groups: dict[str, str], by_upn: dict[str, AzureUser], ga: list[AzureUser]
-) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
-    policies: list[tuple[object, ...]] = []
-    targets: list[tuple[object, ...]] = []
+) -> tuple[list[AzureConditionalAccessPolicyRow], list[AzureConditionalAccessTargetRow]]:
+    policies: list[AzureConditionalAccessPolicyRow] = []
+    targets: list[AzureConditionalAccessTargetRow] = []
     specs = (
         (
             "CA001 - Require MFA for administrators",
@@ -594,15 +383,19 @@ def _conditional_access(
     )
     for name, state, grant, apps, rules in specs:
         pid = org.guid()
-        policies.append((pid, name, state, grant, "OR", apps, "2022-01-10T10:00:00Z", "2026-02-17T15:20:00Z"))
+        policies.append(
+            AzureConditionalAccessPolicyRow(
+                pid, name, state, grant, "OR", apps, "2022-01-10T10:00:00Z", "2026-02-17T15:20:00Z"
+            )
+        )
         for scope, kind, target in rules:
-            targets.append((pid, scope, kind, target))
+            targets.append(AzureConditionalAccessTargetRow(pid, scope, kind, target))
     return policies, targets
 
 
-def _registration(org: Org, users: list[AzureUser], ga: list[AzureUser]) -> list[tuple[object, ...]]:
+def _registration(org: Org, users: list[AzureUser], ga: list[AzureUser]) -> list[AzureUserRegistrationDetailRow]:
     rng = org.rng
-    rows: list[Row] = []
+    rows: list[AzureUserRegistrationDetailRow] = []
     weak_ga = ga[2]  # Family 3: a Global Administrator with no MFA method (also excluded from CA002).
     for u in users:
         if "#EXT#" in u.upn:
@@ -633,7 +426,7 @@ def _registration(org: Org, users: list[AzureUser], ga: list[AzureUser]) -> list
         if methods and methods[0] == "microsoftAuthenticatorPush":
             default = "microsoftAuthenticatorPush"
         rows.append(
-            (
+            AzureUserRegistrationDetailRow(
                 u.id,
                 u.upn,
                 int(bool(methods)),
@@ -647,16 +440,17 @@ def _registration(org: Org, users: list[AzureUser], ga: list[AzureUser]) -> list
     return rows
 
 
-def _service_principals(org: Org, users: list[AzureUser]) -> Rows:
+def _service_principals(org: Org, users: list[AzureUser]) -> tuple[Rows, list[AzureRoleAssignmentRow]]:
+    """Service principals, their credentials and owners, and the directory roles they hold."""
     rng = org.rng
-    sps: list[tuple[object, ...]] = []
-    creds: list[tuple[object, ...]] = []
-    owners: list[tuple[object, ...]] = []
+    sps: list[AzureServicePrincipalRow] = []
+    creds: list[AzureServicePrincipalCredentialRow] = []
+    owners: list[AzureServicePrincipalOwnerRow] = []
 
     def sp(name: str, tenant: str, kind: str = "Application") -> str:
         sid = org.guid()
         sps.append(
-            (
+            AzureServicePrincipalRow(
                 sid,
                 org.guid(),
                 name,
@@ -724,7 +518,7 @@ def _service_principals(org: Org, users: list[AzureUser]) -> Rows:
         start = org.when(datetime(2023, 1, 1, tzinfo=AS_OF.tzinfo), AS_OF - timedelta(days=30))
         years = 1 if i % 4 else 2
         creds.append(
-            (
+            AzureServicePrincipalCredentialRow(
                 org.guid(),
                 sid,
                 "Password",
@@ -736,13 +530,18 @@ def _service_principals(org: Org, users: list[AzureUser]) -> Rows:
         if i in (2, 7, 12, 15):
             # Family 6: secrets far beyond the two-year policy, some effectively never expiring.
             end = start + timedelta(days=365 * (99 if i == 12 else 5))
-            creds.append((org.guid(), sid, "Password", "long-lived", ts(start), ts(end)))
+            creds.append(
+                AzureServicePrincipalCredentialRow(org.guid(), sid, "Password", "long-lived", ts(start), ts(end))
+            )
         if i in (4, 9):
             old = start - timedelta(days=800)
-            creds.append((org.guid(), sid, "Password", "old-expired", ts(old), ts(old + timedelta(days=365))))
+            expired = ts(old + timedelta(days=365))
+            creds.append(
+                AzureServicePrincipalCredentialRow(org.guid(), sid, "Password", "old-expired", ts(old), expired)
+            )
         if i % 3 == 0:
             creds.append(
-                (
+                AzureServicePrincipalCredentialRow(
                     org.guid(),
                     sid,
                     "AsymmetricX509Cert",
@@ -757,14 +556,13 @@ def _service_principals(org: Org, users: list[AzureUser]) -> Rows:
         elif i in (5, 16):
             owner_pool = enabled_leavers
         for u in rng.sample(owner_pool, 1 if i in (1, 5, 10, 15, 16) else 2):
-            owners.append((sid, u.id))
-    org.shared["azure_sp"] = [s[0] for s in sps]
+            owners.append(AzureServicePrincipalOwnerRow(sid, u.id))
     # Privileged service principals: one internal app holds Global Administrator (toxic), one holds
     # Application Administrator.
-    roles: list[tuple[object, ...]] = org.shared["azure_roles"]  # type: ignore[assignment]
-    by_name = {s[2]: s[0] for s in sps}
+    roles: list[AzureRoleAssignmentRow] = []
+    by_name = {s.display_name: s.id for s in sps}
     roles.append(
-        (
+        AzureRoleAssignmentRow(
             org.guid(),
             ROLE["Global Administrator"],
             by_name["corvid-secops-automation"],
@@ -775,7 +573,7 @@ def _service_principals(org: Org, users: list[AzureUser]) -> Rows:
         )
     )
     roles.append(
-        (
+        AzureRoleAssignmentRow(
             org.guid(),
             ROLE["Application Administrator"],
             by_name["corvid-terraform"],
@@ -785,8 +583,9 @@ def _service_principals(org: Org, users: list[AzureUser]) -> Rows:
             "2023-09-14T12:00:00Z",
         )
     )
-    return {
+    rows: Rows = {
         "azure_service_principals": sps,
         "azure_service_principal_credentials": creds,
         "azure_service_principal_owners": owners,
     }
+    return rows, roles

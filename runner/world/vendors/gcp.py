@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from runner.world.org import AS_OF, DOMAIN, Org, Rows, ts
-from runner.world.schema import Table, col, fk
+from runner.world.tables.gcp import GcpIamBindingRow, GcpProjectRow, GcpServiceAccountKeyRow, GcpServiceAccountRow
+from runner.world.vendors.gws import WorkspaceDirectory
 
 ORG = "organizations/493021884120"
 FOLDERS = {
@@ -15,89 +17,6 @@ FOLDERS = {
     "legacy": "folders/330118842014",
 }
 
-TABLES = (
-    Table(
-        "gcp_projects",
-        "Google Cloud projects in the organization.",
-        (
-            col("project_id", "Project id, e.g. `corvid-prod-api`.", required=True),
-            col("project_number", "Project number.", required=True),
-            col("name", "Display name.", required=True),
-            col("parent", "`organizations/<id>` or `folders/<id>`.", required=True),
-            col(
-                "folder_name",
-                "Display name of the parent folder (`prod`, `nonprod`, `sandbox`, `legacy`); "
-                "NULL when the parent is the organization.",
-            ),
-            col("lifecycle_state", "`ACTIVE` or `DELETE_REQUESTED`.", required=True),
-            col("create_time", "Creation time (UTC).", required=True),
-        ),
-        primary_key=("project_id",),
-    ),
-    Table(
-        "gcp_iam_bindings",
-        "IAM policy bindings, one row per (resource, role, member). Members are strings: `user:<email>`, "
-        "`group:<email>` (a Workspace group; its transitive members hold the role), `serviceAccount:<email>`, "
-        "`domain:<domain>` (everyone with an account on that domain), `allUsers` (anyone on the internet) "
-        "or `allAuthenticatedUsers` (anyone with any Google account).",
-        (
-            col(
-                "resource",
-                "`organizations/<id>`, `folders/<id>` or `projects/<project_id>`. Bindings are inherited downward.",
-                required=True,
-            ),
-            col(
-                "role",
-                "Role, e.g. `roles/owner`, `roles/editor`, `roles/viewer`, `roles/resourcemanager.organizationAdmin`.",
-                required=True,
-            ),
-            col("member", "Member string, as described above.", required=True),
-            col(
-                "condition_title",
-                "Title of the IAM condition, if the binding is conditional; NULL otherwise.",
-            ),
-        ),
-        primary_key=("resource", "role", "member"),
-    ),
-    Table(
-        "gcp_service_accounts",
-        "Service accounts per project.",
-        (
-            col("email", "Service account email, `<name>@<project>.iam.gserviceaccount.com`.", required=True),
-            col("project_id", "`gcp_projects.project_id`.", required=True),
-            col("unique_id", "Numeric unique id.", required=True),
-            col("display_name", "Display name."),
-            col("description", "Free text. Teams record an owner here by convention as `owner: <email>`."),
-            col("disabled", "1 if disabled.", "INTEGER", required=True),
-        ),
-        primary_key=("email",),
-        foreign_keys=(fk("project_id", "gcp_projects", "project_id"),),
-    ),
-    Table(
-        "gcp_service_account_keys",
-        "Keys of service accounts. `USER_MANAGED` keys are downloadable secrets that never expire unless "
-        "deleted; `SYSTEM_MANAGED` keys are rotated by Google.",
-        (
-            col("key_id", "Key id (40 hex chars).", required=True),
-            col("service_account_email", "`gcp_service_accounts.email`.", required=True),
-            col("key_type", "`USER_MANAGED` or `SYSTEM_MANAGED`.", required=True),
-            col("key_algorithm", "`KEY_ALG_RSA_2048` or `KEY_ALG_RSA_1024`.", required=True),
-            col(
-                "valid_after_time",
-                "Created / valid from (UTC). Key age is measured from here.",
-                required=True,
-            ),
-            col(
-                "valid_before_time",
-                "Expiry (UTC); `9999-12-31T23:59:59Z` for keys that never expire.",
-                required=True,
-            ),
-            col("disabled", "1 if the key is disabled.", "INTEGER", required=True),
-        ),
-        primary_key=("key_id",),
-        foreign_keys=(fk("service_account_email", "gcp_service_accounts", "email"),),
-    ),
-)
 
 PROJECTS = (
     ("corvid-prod-api", "prod"),
@@ -119,16 +38,16 @@ PROJECTS = (
 )
 
 
-def generate(org: Org) -> Rows:
-    """Projects, bindings and service accounts."""
+def generate(org: Org, workspace: WorkspaceDirectory) -> Rows:
+    """Projects, bindings and service accounts, bound to the Workspace users and groups."""
     rng = org.rng
-    ids: dict[str, str] = org.shared["gws_ids"]  # type: ignore[assignment]
-    person_of: dict[str, str] = org.shared["gws_person_of"]  # type: ignore[assignment]
-    projects = []
+    ids = workspace.user_ids
+    person_of = workspace.person_of
+    projects: list[GcpProjectRow] = []
     for i, (pid, folder) in enumerate(PROJECTS):
         parent = FOLDERS[folder] if folder else ORG
         projects.append(
-            (
+            GcpProjectRow(
                 pid,
                 str(710_000_000_000 + i * 104_729),
                 pid.replace("-", " ").title(),
@@ -138,10 +57,10 @@ def generate(org: Org) -> Rows:
                 ts(datetime(2019, 2, 1, tzinfo=AS_OF.tzinfo) + timedelta(days=90 * i)),
             )
         )
-    bindings: set[tuple[str, str, str, str | None]] = set()
+    bindings: set[GcpIamBindingRow] = set()
 
     def bind(resource: str, role: str, member: str, condition: str | None = None) -> None:
-        bindings.add((resource, role, member, condition))
+        bindings.add(GcpIamBindingRow(resource, role, member, condition))
 
     def proj(p: str) -> str:
         return f"projects/{p}"
@@ -197,20 +116,22 @@ def generate(org: Org) -> Rows:
         "expires 2026-03-01",
     )
     sas, keys = _service_accounts(org, bind)
+    ordered = sorted(bindings, key=lambda b: (b.resource, b.role, b.member))
     return {
         "gcp_projects": projects,
-        "gcp_iam_bindings": sorted(bindings, key=lambda b: (b[0], b[1], b[2])),
+        "gcp_iam_bindings": ordered,
         "gcp_service_accounts": sas,
         "gcp_service_account_keys": keys,
     }
 
 
-def _service_accounts(org: Org, bind: object) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+def _service_accounts(
+    org: Org, add: Callable[[str, str, str], None]
+) -> tuple[list[GcpServiceAccountRow], list[GcpServiceAccountKeyRow]]:
+    """Service accounts and their keys; ``add`` binds each account's role with ``generate``'s binder."""
     rng = org.rng
-    add = bind  # the binding adder from generate()
-    assert callable(add)
-    sas: list[tuple[object, ...]] = []
-    keys: list[tuple[object, ...]] = []
+    sas: list[GcpServiceAccountRow] = []
+    keys: list[GcpServiceAccountKeyRow] = []
     owners_ok = [p for p in org.people if "eng" in p.tags and not p.left]
     owners_gone = [
         p
@@ -241,12 +162,13 @@ def _service_accounts(org: Org, bind: object) -> tuple[list[tuple[object, ...]],
         if owner and owner_kind == "gone":
             owner.tags.add("gcp_sa_owner_left")
         desc = f"owner: {owner.email}" if owner else None
-        sas.append((email, project, str(rng.randint(10**20, 10**21 - 1)), name.replace("-", " ").title(), desc, 0))
+        unique_id = str(rng.randint(10**20, 10**21 - 1))
+        sas.append(GcpServiceAccountRow(email, project, unique_id, name.replace("-", " ").title(), desc, 0))
         add(f"projects/{project}", role, f"serviceAccount:{email}")
         for age in ages:
             start = AS_OF - timedelta(days=age, hours=rng.randint(0, 20))
             keys.append(
-                (
+                GcpServiceAccountKeyRow(
                     org.hexid(40),
                     email,
                     "USER_MANAGED",
@@ -259,7 +181,7 @@ def _service_accounts(org: Org, bind: object) -> tuple[list[tuple[object, ...]],
         for _ in range(2):
             start = AS_OF - timedelta(days=rng.randint(1, 80))
             keys.append(
-                (
+                GcpServiceAccountKeyRow(
                     org.hexid(40),
                     email,
                     "SYSTEM_MANAGED",
@@ -274,7 +196,7 @@ def _service_accounts(org: Org, bind: object) -> tuple[list[tuple[object, ...]],
         number = 710_000_000_000 + [p for p, _ in PROJECTS].index(project) * 104_729
         email = f"{number}-compute@developer.gserviceaccount.com"
         sas.append(
-            (
+            GcpServiceAccountRow(
                 email,
                 project,
                 str(rng.randint(10**20, 10**21 - 1)),
@@ -286,9 +208,10 @@ def _service_accounts(org: Org, bind: object) -> tuple[list[tuple[object, ...]],
         add(f"projects/{project}", "roles/editor", f"serviceAccount:{email}")
     # A disabled account with an old key: a decoy for "stale key" questions that ignore `disabled`.
     email = "old-exporter@corvid-billing-export.iam.gserviceaccount.com"
-    sas.append((email, "corvid-billing-export", str(rng.randint(10**20, 10**21 - 1)), "Old Exporter", None, 1))
+    unique_id = str(rng.randint(10**20, 10**21 - 1))
+    sas.append(GcpServiceAccountRow(email, "corvid-billing-export", unique_id, "Old Exporter", None, 1))
     keys.append(
-        (
+        GcpServiceAccountKeyRow(
             org.hexid(40),
             email,
             "USER_MANAGED",

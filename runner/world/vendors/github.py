@@ -10,129 +10,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 
-from runner.world.org import AS_OF, Org, Person, Row, Rows, at, ts
-from runner.world.schema import Table, col, fk
-from runner.world.vendors.okta import OktaUser
-
-TABLES = (
-    Table(
-        "github_org_members",
-        "Members of the `corvid-systems` organization.",
-        (
-            col("login", "GitHub login (chosen by the user).", required=True),
-            col("id", "Numeric GitHub user id.", "INTEGER", required=True),
-            col("role", "`admin` (organization owner) or `member`.", required=True),
-            col("two_factor_enabled", "1 if the account has 2FA enabled.", "INTEGER", required=True),
-            col("name", "Public profile name, if the user set one."),
-            col("created_at", "When the GitHub account was created (UTC)."),
-        ),
-        primary_key=("login",),
-    ),
-    Table(
-        "github_outside_collaborators",
-        "People who are not members but have been added to one or more repositories.",
-        (
-            col("login", "GitHub login.", required=True),
-            col("id", "Numeric GitHub user id.", "INTEGER", required=True),
-            col("two_factor_enabled", "1 if the account has 2FA enabled.", "INTEGER", required=True),
-            col("name", "Public profile name, if any."),
-        ),
-        primary_key=("login",),
-    ),
-    Table(
-        "github_saml_identities",
-        "SAML SSO identities linked to organization members (GraphQL `samlIdentityProvider.externalIdentities`). "
-        "`name_id` is what the IdP sent at the member's last SSO sign-in.",
-        (
-            col("login", "`github_org_members.login`.", required=True),
-            col("name_id", "SAML NameID from the IdP (the IdP login).", required=True),
-            col("linked_at", "When the identity was linked (UTC)."),
-        ),
-        primary_key=("login",),
-        foreign_keys=(fk("login", "github_org_members", "login"),),
-    ),
-    Table(
-        "github_teams",
-        "Teams. A child team inherits the repository access of its parent team.",
-        (
-            col("id", "Team id.", "INTEGER", required=True),
-            col("slug", "Team slug.", required=True),
-            col("name", "Team name.", required=True),
-            col("privacy", "`closed` (visible) or `secret`.", required=True),
-            col("parent_team_id", "`github_teams.id` of the parent team; NULL for top-level teams.", "INTEGER"),
-        ),
-        primary_key=("id",),
-        foreign_keys=(fk("parent_team_id", "github_teams", "id"),),
-    ),
-    Table(
-        "github_team_members",
-        "Direct members of each team (membership in a child team does not appear on the parent).",
-        (
-            col("team_id", "`github_teams.id`.", "INTEGER", required=True),
-            col("login", "Member login.", required=True),
-            col("role", "`maintainer` or `member`.", required=True),
-        ),
-        primary_key=("team_id", "login"),
-        foreign_keys=(fk("team_id", "github_teams", "id"),),
-    ),
-    Table(
-        "github_repos",
-        "Repositories owned by the organization.",
-        (
-            col("id", "Repository id.", "INTEGER", required=True),
-            col("name", "Repository name.", required=True),
-            col("full_name", "`corvid-systems/<name>`.", required=True),
-            col("visibility", "`public`, `private` or `internal`.", required=True),
-            col("archived", "1 if archived (read-only).", "INTEGER", required=True),
-            col("default_branch", "Default branch name.", required=True),
-            col("created_at", "Creation time (UTC).", required=True),
-            col("pushed_at", "Last push (UTC)."),
-        ),
-        primary_key=("id",),
-    ),
-    Table(
-        "github_team_repos",
-        "Repository permissions granted to teams (inherited by child teams).",
-        (
-            col("team_id", "`github_teams.id`.", "INTEGER", required=True),
-            col("repo_id", "`github_repos.id`.", "INTEGER", required=True),
-            col("permission", "`pull`, `triage`, `push`, `maintain` or `admin`.", required=True),
-        ),
-        primary_key=("team_id", "repo_id"),
-        foreign_keys=(fk("team_id", "github_teams", "id"), fk("repo_id", "github_repos", "id")),
-    ),
-    Table(
-        "github_repo_collaborators",
-        "Users granted access to a repository directly (members or outside collaborators).",
-        (
-            col("repo_id", "`github_repos.id`.", "INTEGER", required=True),
-            col("login", "User login.", required=True),
-            col("permission", "`pull`, `triage`, `push`, `maintain` or `admin`.", required=True),
-            col(
-                "affiliation",
-                "`direct` (an organization member) or `outside` (an outside collaborator).",
-                required=True,
-            ),
-        ),
-        primary_key=("repo_id", "login"),
-        foreign_keys=(fk("repo_id", "github_repos", "id"),),
-    ),
-    Table(
-        "github_deploy_keys",
-        "SSH deploy keys on repositories.",
-        (
-            col("id", "Key id.", "INTEGER", required=True),
-            col("repo_id", "`github_repos.id`.", "INTEGER", required=True),
-            col("title", "Key title.", required=True),
-            col("read_only", "1 for read-only keys, 0 for keys that can push.", "INTEGER", required=True),
-            col("added_by", "Login of the user who added the key."),
-            col("created_at", "Creation time (UTC).", required=True),
-            col("last_used", "Last use (UTC); NULL if never used."),
-        ),
-        primary_key=("id",),
-        foreign_keys=(fk("repo_id", "github_repos", "id"),),
-    ),
+from runner.world.org import AS_OF, Org, Person, Rows, at, ts
+from runner.world.tables.github import (
+    GithubDeployKeyRow,
+    GithubOrgMemberRow,
+    GithubOutsideCollaboratorRow,
+    GithubRepoCollaboratorRow,
+    GithubRepoRow,
+    GithubSamlIdentityRow,
+    GithubTeamMemberRow,
+    GithubTeamRepoRow,
+    GithubTeamRow,
 )
+from runner.world.vendors.okta import OktaDirectory
 
 WORDS = (
     "pixel",
@@ -197,13 +87,13 @@ def _login(org: Org, p: Person, taken: set[str]) -> str:
     return login
 
 
-def generate(org: Org) -> Rows:
-    """Members and their SAML links, then teams, repos and permissions."""
+def generate(org: Org, okta_directory: OktaDirectory) -> Rows:
+    """Members and their SAML links (to Okta logins), then teams, repos and permissions."""
     rng = org.rng
-    okta: list[OktaUser] = org.shared["okta_users"]  # type: ignore[assignment]
+    okta = okta_directory.users
     taken: set[str] = set()
-    members: list[list[object]] = []
-    saml: list[tuple[object, ...]] = []
+    members: list[GithubOrgMemberRow] = []
+    saml: list[GithubSamlIdentityRow] = []
     next_id = [1_204_511]
 
     def uid() -> int:
@@ -230,16 +120,17 @@ def generate(org: Org) -> Rows:
         if p in still_member:
             p.tags.add("github_leaver_member")
         members.append(
-            [
+            GithubOrgMemberRow(
                 login,
                 uid(),
                 "member",
                 int(rng.random() < 0.95),
                 p.name if rng.random() < 0.6 else None,
                 ts(org.when(datetime(2012, 1, 1, tzinfo=AS_OF.tzinfo), at(p.start))),
-            ]
+            )
         )
-        saml.append((login, u.login, ts(org.when(at(max(p.start, date(2020, 1, 1))), AS_OF - timedelta(days=5)))))
+        linked = ts(org.when(at(max(p.start, date(2020, 1, 1))), AS_OF - timedelta(days=5)))
+        saml.append(GithubSamlIdentityRow(login, u.login, linked))
     # Members with no SAML identity: bots, and accounts that match nobody (family 5).
     for login, name in (
         ("corvid-ci-bot", "Corvid CI"),
@@ -249,29 +140,35 @@ def generate(org: Org) -> Rows:
         ("sre-shared", "SRE shared account"),
     ):
         taken.add(login)
-        members.append([login, uid(), "member", 1 if "bot" in login else 0, name, "2021-05-05T12:00:00Z"])
-    by_login = {str(m[0]): m for m in members}
+        members.append(
+            GithubOrgMemberRow(login, uid(), "member", 1 if "bot" in login else 0, name, "2021-05-05T12:00:00Z")
+        )
+    # The owner plants below replace members' rows here, in the members' order.
+    by_login = {m.login: m for m in members}
+
+    def make_owner(login: str, two_factor: int | None = None) -> None:
+        row = by_login[login]._replace(role="admin")
+        by_login[login] = row if two_factor is None else row._replace(two_factor_enabled=two_factor)
+
     # Owners: a handful of platform/security staff, plus planted problems.
     owner_candidates = [
         login_of[u.person.pid] for u in eng_okta if u.person and {"sre", "sec"} & u.person.tags and not u.person.left
     ]
     for login in owner_candidates[:5]:
-        by_login[login][2] = "admin"
-        by_login[login][3] = 1
-    by_login[owner_candidates[5]][2] = "admin"
-    by_login[owner_candidates[5]][3] = 0  # Family 3: an owner without 2FA
-    by_login[login_of[still_member[0].pid]][2] = "admin"  # Family 1: a leaver who is still an owner
-    by_login["sre-shared"][2] = "admin"  # Family 5: an owner that resolves to no person
-    org.shared["github_login_of"] = login_of
+        make_owner(login, two_factor=1)
+    make_owner(owner_candidates[5], two_factor=0)  # Family 3: an owner without 2FA
+    make_owner(login_of[still_member[0].pid])  # Family 1: a leaver who is still an owner
+    make_owner("sre-shared")  # Family 5: an owner that resolves to no person
+    members = list(by_login.values())
     outside = []
     for i in range(24):
         login = f"{rng.choice(WORDS)}-{rng.choice(('consulting', 'freelance', 'oss', 'dev', 'labs'))}{i}"
         taken.add(login)
-        outside.append((login, uid(), int(i % 5 != 0), None))
-    out = _repos(org, [str(m[0]) for m in members], owner_candidates, outside, login_of, still_member)
+        outside.append(GithubOutsideCollaboratorRow(login, uid(), int(i % 5 != 0), None))
+    out = _repos(org, [m.login for m in members], owner_candidates, outside, login_of, still_member)
     out.update(
         {
-            "github_org_members": [tuple(m) for m in members],
+            "github_org_members": members,
             "github_saml_identities": saml,
             "github_outside_collaborators": outside,
         }
@@ -283,12 +180,12 @@ def _repos(
     org: Org,
     member_logins: list[str],
     leads: list[str],
-    outside: Sequence[Row],
+    outside: Sequence[GithubOutsideCollaboratorRow],
     login_of: dict[str, str],
     leavers: list[Person],
 ) -> Rows:
     rng = org.rng
-    repos: list[tuple[object, ...]] = []
+    repos: list[GithubRepoRow] = []
     names: set[str] = set()
     for i in range(210):
         name = f"{rng.choice(REPO_WORDS)}-{rng.choice(REPO_WORDS)}"
@@ -299,7 +196,7 @@ def _repos(
         created = org.when(datetime(2016, 3, 1, tzinfo=AS_OF.tzinfo), AS_OF - timedelta(days=30))
         archived = int(rng.random() < 0.12)
         repos.append(
-            (
+            GithubRepoRow(
                 90_000 + i * 37,
                 name,
                 f"corvid-systems/{name}",
@@ -318,7 +215,7 @@ def _repos(
         ("lumen-pipelines", "internal"),
     ):
         repos.append(
-            (
+            GithubRepoRow(
                 90_000 + len(repos) * 37,
                 name,
                 f"corvid-systems/{name}",
@@ -329,12 +226,12 @@ def _repos(
                 ts(AS_OF - timedelta(days=2)),
             )
         )
-    repo_id = {str(r[1]): int(str(r[0])) for r in repos}
-    teams: list[tuple[object, ...]] = []
+    repo_id = {r.name: r.id for r in repos}
+    teams: list[GithubTeamRow] = []
 
     def team(slug: str, parent: int | None = None) -> int:
         tid = 4_400_000 + len(teams) * 13
-        teams.append((tid, slug, slug.replace("-", " ").title(), "closed", parent))
+        teams.append(GithubTeamRow(tid, slug, slug.replace("-", " ").title(), "closed", parent))
         return tid
 
     eng = team("engineering")
@@ -346,51 +243,52 @@ def _repos(
     mobile = team("mobile", eng)
     lumen = team("lumen-legacy")
     release = team("release-managers")
-    tmembers: set[tuple[int, str, str]] = set()
+    tmembers: set[GithubTeamMemberRow] = set()
     humans = [m for m in member_logins if m in login_of.values()]
     for login in humans:
-        tmembers.add((rng.choice((eng, data, web, mobile, eng)), login, "member"))
+        tmembers.add(GithubTeamMemberRow(rng.choice((eng, data, web, mobile, eng)), login, "member"))
     for login in leads[:8]:
-        tmembers.add((plat, login, "maintainer"))
+        tmembers.add(GithubTeamMemberRow(plat, login, "maintainer"))
     for login in rng.sample(humans, 6):
-        tmembers.add((oncall, login, "member"))
-    tmembers.add((oncall, login_of[leavers[1].pid], "member"))
+        tmembers.add(GithubTeamMemberRow(oncall, login, "member"))
+    tmembers.add(GithubTeamMemberRow(oncall, login_of[leavers[1].pid], "member"))
     for login in leads[8:12]:
-        tmembers.add((sec, login, "member"))
+        tmembers.add(GithubTeamMemberRow(sec, login, "member"))
     for login in rng.sample(humans, 10):
-        tmembers.add((lumen, login, "member"))
+        tmembers.add(GithubTeamMemberRow(lumen, login, "member"))
     for login in rng.sample(humans, 3):
-        tmembers.add((release, login, "maintainer"))
-    trepos: set[tuple[int, int, str]] = set()
+        tmembers.add(GithubTeamMemberRow(release, login, "maintainer"))
+    trepos: set[GithubTeamRepoRow] = set()
     for r in repos:
-        rid = int(str(r[0]))
-        trepos.add((eng, rid, "push" if r[3] != "public" else "pull"))
-    trepos.add((plat, repo_id["platform-infra"], "admin"))
-    trepos.add((plat, repo_id["terraform-aws"], "admin"))
-    trepos.add((sec, repo_id["terraform-aws"], "pull"))
-    trepos.add((lumen, repo_id["lumen-pipelines"], "maintain"))
-    trepos.add((release, repo_id["corvid-sdk-python"], "admin"))
-    collabs: set[tuple[int, str, str, str]] = set()
-    out_logins = [str(o[0]) for o in outside]
+        trepos.add(GithubTeamRepoRow(eng, r.id, "push" if r.visibility != "public" else "pull"))
+    trepos.add(GithubTeamRepoRow(plat, repo_id["platform-infra"], "admin"))
+    trepos.add(GithubTeamRepoRow(plat, repo_id["terraform-aws"], "admin"))
+    trepos.add(GithubTeamRepoRow(sec, repo_id["terraform-aws"], "pull"))
+    trepos.add(GithubTeamRepoRow(lumen, repo_id["lumen-pipelines"], "maintain"))
+    trepos.add(GithubTeamRepoRow(release, repo_id["corvid-sdk-python"], "admin"))
+    collabs: set[GithubRepoCollaboratorRow] = set()
+    out_logins = [o.login for o in outside]
     for login in out_logins:
         for r in rng.sample(repos, rng.randint(1, 3)):
-            collabs.add((int(str(r[0])), login, rng.choice(("pull", "pull", "triage", "push")), "outside"))
+            permission = rng.choice(("pull", "pull", "triage", "push"))
+            collabs.add(GithubRepoCollaboratorRow(r.id, login, permission, "outside"))
     # Family 7: outside collaborators with admin rights.
-    collabs.add((repo_id["terraform-aws"], out_logins[0], "admin", "outside"))
-    collabs.add((repo_id["corvid-sdk-python"], out_logins[5], "admin", "outside"))
-    collabs.add((repo_id["lumen-pipelines"], out_logins[9], "maintain", "outside"))
-    collabs.add((repo_id["platform-infra"], out_logins[12], "admin", "outside"))
+    collabs.add(GithubRepoCollaboratorRow(repo_id["terraform-aws"], out_logins[0], "admin", "outside"))
+    collabs.add(GithubRepoCollaboratorRow(repo_id["corvid-sdk-python"], out_logins[5], "admin", "outside"))
+    collabs.add(GithubRepoCollaboratorRow(repo_id["lumen-pipelines"], out_logins[9], "maintain", "outside"))
+    collabs.add(GithubRepoCollaboratorRow(repo_id["platform-infra"], out_logins[12], "admin", "outside"))
     for login in rng.sample(humans, 30):
-        collabs.add((int(str(rng.choice(repos)[0])), login, rng.choice(("push", "admin", "maintain")), "direct"))
-    keys: list[tuple[object, ...]] = []
+        picked = rng.choice(repos)
+        collabs.add(GithubRepoCollaboratorRow(picked.id, login, rng.choice(("push", "admin", "maintain")), "direct"))
+    keys: list[GithubDeployKeyRow] = []
     for i, r in enumerate(rng.sample(repos, 40)):
         added = rng.choice(humans)
         created = org.when(datetime(2019, 1, 1, tzinfo=AS_OF.tzinfo), AS_OF - timedelta(days=20))
         keys.append(
-            (
+            GithubDeployKeyRow(
                 7_700_000 + i * 17,
-                r[0],
-                f"deploy-{r[1]}",
+                r.id,
+                f"deploy-{r.name}",
                 int(i % 4 != 0),
                 added,
                 ts(created),
@@ -406,7 +304,7 @@ def _repos(
         )
     ):
         keys.append(
-            (
+            GithubDeployKeyRow(
                 7_800_000 + j,
                 repo_id[repo],
                 f"ci-{repo}",

@@ -3,145 +3,19 @@ members, admin roles, and third-party OAuth grants."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from runner.world.org import AS_OF, DOMAIN, Org, Rows, at, ts
-from runner.world.schema import Table, col, fk
-
-TABLES = (
-    Table(
-        "gws_users",
-        "Workspace users (Directory API `users.list`). Deleted users are gone; suspended ones remain.",
-        (
-            col("id", "Immutable Google user id (numeric string).", required=True),
-            col("primary_email", "Primary email, the sign-in name.", required=True),
-            col("full_name", "Full name.", required=True),
-            col(
-                "org_unit_path",
-                "Organizational unit, e.g. `/Employees/Engineering`, `/Contractors`, `/Service Accounts`.",
-                required=True,
-            ),
-            col("is_admin", "1 if the user is a super administrator.", "INTEGER", required=True),
-            col(
-                "is_delegated_admin",
-                "1 if the user holds any delegated (non-super) admin role.",
-                "INTEGER",
-                required=True,
-            ),
-            col(
-                "is_enrolled_in_2sv",
-                "1 if the user has enrolled in 2-Step Verification.",
-                "INTEGER",
-                required=True,
-            ),
-            col(
-                "is_enforced_in_2sv",
-                "1 if 2-Step Verification is enforced for the user's org unit. "
-                "Enrollment is what protects an account; enforcement only requires it at sign-in.",
-                "INTEGER",
-                required=True,
-            ),
-            col("suspended", "1 if the account is suspended.", "INTEGER", required=True),
-            col("archived", "1 if the account is archived.", "INTEGER", required=True),
-            col("creation_time", "Creation time (UTC).", required=True),
-            col("last_login_time", "Last sign-in (UTC); NULL if never."),
-        ),
-        primary_key=("id",),
-    ),
-    Table(
-        "gws_user_aliases",
-        "Additional addresses that deliver to, and identify, a user (including addresses on secondary domains).",
-        (
-            col("user_id", "`gws_users.id`.", required=True),
-            col("alias", "The alias address.", required=True),
-        ),
-        primary_key=("user_id", "alias"),
-        foreign_keys=(fk("user_id", "gws_users", "id"),),
-    ),
-    Table(
-        "gws_groups",
-        "Workspace groups. Groups are also used as principals in Google Cloud IAM.",
-        (
-            col("id", "Group id.", required=True),
-            col("email", "Group address.", required=True),
-            col("name", "Group name.", required=True),
-            col("description", "Description."),
-            col(
-                "allow_external_members",
-                "1 if the group settings allow members outside the organization.",
-                "INTEGER",
-                required=True,
-            ),
-        ),
-        primary_key=("id",),
-    ),
-    Table(
-        "gws_group_members",
-        "Direct members of each group. A member can be a user, another group (nesting, transitive) or an "
-        "address outside the organization.",
-        (
-            col("group_id", "`gws_groups.id`.", required=True),
-            col("member_email", "The address the member was added by (a primary address or an alias).", required=True),
-            col(
-                "member_id",
-                "`gws_users.id` or `gws_groups.id` when the member is in this directory; NULL "
-                "for addresses outside it.",
-            ),
-            col("role", "`OWNER`, `MANAGER` or `MEMBER`.", required=True),
-            col("type", "`USER`, `GROUP` or `CUSTOMER` (everyone in the organization).", required=True),
-            col("status", "`ACTIVE`, `SUSPENDED` or NULL for addresses outside the directory."),
-        ),
-        primary_key=("group_id", "member_email"),
-        foreign_keys=(fk("group_id", "gws_groups", "id"),),
-    ),
-    Table(
-        "gws_admin_roles",
-        "Admin roles defined in the Workspace account (system roles and custom roles).",
-        (
-            col("role_id", "Role id.", required=True),
-            col(
-                "role_name",
-                "Role name, e.g. `_SEED_ADMIN_ROLE` (Super Admin), `_GROUPS_ADMIN_ROLE`.",
-                required=True,
-            ),
-            col("role_description", "What the role is for."),
-            col("is_super_admin_role", "1 for the super admin role.", "INTEGER", required=True),
-            col("is_system_role", "1 for Google-defined roles, 0 for custom roles.", "INTEGER", required=True),
-        ),
-        primary_key=("role_id",),
-    ),
-    Table(
-        "gws_role_assignments",
-        "Which users hold which admin role, and where.",
-        (
-            col("role_assignment_id", "Assignment id.", required=True),
-            col("role_id", "`gws_admin_roles.role_id`.", required=True),
-            col("assigned_to", "`gws_users.id` of the holder.", required=True),
-            col("scope_type", "`CUSTOMER` (whole account) or `ORG_UNIT`.", required=True),
-            col("org_unit_path", "The org unit for `ORG_UNIT` scope; NULL otherwise."),
-        ),
-        primary_key=("role_assignment_id",),
-        foreign_keys=(fk("role_id", "gws_admin_roles", "role_id"), fk("assigned_to", "gws_users", "id")),
-    ),
-    Table(
-        "gws_oauth_tokens",
-        "OAuth grants users gave to third-party apps (Directory API `tokens.list`).",
-        (
-            col("user_id", "`gws_users.id` of the user who granted access.", required=True),
-            col("client_id", "OAuth client id of the app.", required=True),
-            col("display_text", "App name shown on the consent screen.", required=True),
-            col("scopes", "Space-separated OAuth scopes granted.", required=True),
-            col(
-                "anonymous",
-                "1 if the app is not registered with Google (unverified).",
-                "INTEGER",
-                required=True,
-            ),
-            col("native_app", "1 for installed (native) apps.", "INTEGER", required=True),
-        ),
-        primary_key=("user_id", "client_id"),
-        foreign_keys=(fk("user_id", "gws_users", "id"),),
-    ),
+from runner.world.org import AS_OF, DOMAIN, Generated, Org, Rows, at, ts
+from runner.world.tables.gws import (
+    GwsAdminRoleRow,
+    GwsGroupMemberRow,
+    GwsGroupRow,
+    GwsOauthTokenRow,
+    GwsRoleAssignmentRow,
+    GwsUserAliasRow,
+    GwsUserRow,
 )
 
 APPS = (
@@ -189,11 +63,21 @@ ROLES = (
 )
 
 
-def generate(org: Org) -> Rows:
+@dataclass(frozen=True)
+class WorkspaceDirectory:
+    """What Google Workspace publishes for Google Cloud, whose IAM members are Workspace addresses."""
+
+    # Workspace user id by primary email, for every user that still exists.
+    user_ids: Mapping[str, str]
+    # HR pid by Workspace user id, for the users that belong to a person.
+    person_of: Mapping[str, str]
+
+
+def generate(org: Org) -> Generated[WorkspaceDirectory]:
     """Users, groups, roles and OAuth grants."""
     rng = org.rng
-    rows_users: list[list[object]] = []
-    aliases: list[tuple[object, ...]] = []
+    rows_users: list[GwsUserRow] = []
+    aliases: set[GwsUserAliasRow] = set()
     ids: dict[str, str] = {}  # primary email -> id
     person_of: dict[str, str] = {}
     leavers = [p for p in org.people if p.left and p.termination and p.termination > date(2025, 5, 1)]
@@ -229,7 +113,7 @@ def generate(org: Org) -> Rows:
         else:
             last = org.when(AS_OF - timedelta(days=14), AS_OF - timedelta(hours=1))
         rows_users.append(
-            [
+            GwsUserRow(
                 uid,
                 p.email,
                 p.name,
@@ -242,12 +126,12 @@ def generate(org: Org) -> Rows:
                 0,
                 ts(at(max(p.start, date(2016, 1, 1)) - timedelta(days=2), 12)),
                 ts(last),
-            ]
+            )
         )
         if p.old_email:
-            aliases.append((uid, p.old_email))
+            aliases.add(GwsUserAliasRow(uid, p.old_email))
         if rng.random() < 0.3:
-            aliases.append((uid, f"{p.handle}@{DOMAIN}"))
+            aliases.add(GwsUserAliasRow(uid, f"{p.handle}@{DOMAIN}"))
     for local, name, ou in (
         ("gws-admin", "Workspace Admin", "/Service Accounts"),
         ("it-automation", "IT Automation", "/Service Accounts"),
@@ -258,7 +142,7 @@ def generate(org: Org) -> Rows:
         email = f"{local}@{DOMAIN}"
         ids[email] = uid
         rows_users.append(
-            [
+            GwsUserRow(
                 uid,
                 email,
                 name,
@@ -271,103 +155,115 @@ def generate(org: Org) -> Rows:
                 0,
                 "2019-08-01T10:00:00Z",
                 "2024-02-11T09:00:00Z" if local.startswith("old") else ts(org.when(AS_OF - timedelta(days=30), AS_OF)),
-            ]
+            )
         )
-    row_of = {r[0]: r for r in rows_users}
-    people_rows = [r for r in rows_users if r[0] in person_of]
+    # The admin plants below change users' flags; the rows are immutable, so each change replaces the
+    # user's row here, in the users' order.
+    row_of = {r.id: r for r in rows_users}
+    people_rows = [r for r in rows_users if r.id in person_of]
     it_rows = [
         r
         for r in people_rows
-        if "it" in org.by_pid(person_of[str(r[0])]).tags
-        and not r[8]
-        and org.by_pid(person_of[str(r[0])]).status == "active"
+        if "it" in org.by_pid(person_of[r.id]).tags
+        and not r.suspended
+        and org.by_pid(person_of[r.id]).status == "active"
     ]
-    roles: list[tuple[object, ...]] = []
+    roles: list[GwsRoleAssignmentRow] = []
     role_ids = {name: str(9_170_000_000_000 + i * 11) for i, (name, *_rest) in enumerate(ROLES)}
 
     def grant(role: str, uid: str, scope: str = "CUSTOMER", ou: str | None = None) -> None:
-        roles.append((str(len(roles) + 5_550_000_000), role_ids[role], uid, scope, ou))
+        roles.append(GwsRoleAssignmentRow(str(len(roles) + 5_550_000_000), role_ids[role], uid, scope, ou))
         if role == "_SEED_ADMIN_ROLE":
-            row_of[uid][4] = 1
+            row_of[uid] = row_of[uid]._replace(is_admin=1)
         else:
-            row_of[uid][5] = 1
+            row_of[uid] = row_of[uid]._replace(is_delegated_admin=1)
 
-    supers = [str(r[0]) for r in it_rows[:3]]
+    def enrol_2sv(uid: str, enrolled: int) -> None:
+        row_of[uid] = row_of[uid]._replace(is_enrolled_in_2sv=enrolled)
+
+    supers = [r.id for r in it_rows[:3]]
     for uid in supers:
         grant("_SEED_ADMIN_ROLE", uid)
-        row_of[uid][6] = 1
+        enrol_2sv(uid, 1)
     grant("_SEED_ADMIN_ROLE", ids[f"gws-admin@{DOMAIN}"])
     # Family 3: a super admin who never enrolled in 2SV.
-    weak = str(it_rows[3][0])
+    weak = it_rows[3].id
     grant("_SEED_ADMIN_ROLE", weak)
-    row_of[weak][6] = 0
+    enrol_2sv(weak, 0)
     # Family 11: a dormant super admin.
-    dormant = str(it_rows[4][0])
+    dormant = it_rows[4].id
     grant("_SEED_ADMIN_ROLE", dormant)
-    row_of[dormant][6] = 1
-    row_of[dormant][11] = "2025-12-02T07:55:00Z"
+    enrol_2sv(dormant, 1)
+    row_of[dormant] = row_of[dormant]._replace(last_login_time="2025-12-02T07:55:00Z")
     # Family 1: a leaver whose account was never suspended holds a delegated admin role.
-    leaver_uid = next(str(r[0]) for r in people_rows if "gws_active_leaver" in org.by_pid(person_of[str(r[0])]).tags)
+    leaver_uid = next(r.id for r in people_rows if "gws_active_leaver" in org.by_pid(person_of[r.id]).tags)
     grant("_USER_MANAGEMENT_ADMIN_ROLE", leaver_uid)
     for r in it_rows[5:10]:
-        grant("_HELP_DESK_ADMIN_ROLE", str(r[0]), "ORG_UNIT", "/Employees")
+        grant("_HELP_DESK_ADMIN_ROLE", r.id, "ORG_UNIT", "/Employees")
     for r in it_rows[10:12]:
-        grant("_GROUPS_ADMIN_ROLE", str(r[0]))
+        grant("_GROUPS_ADMIN_ROLE", r.id)
     grant("_SERVICES_ADMIN_ROLE", ids[f"it-automation@{DOMAIN}"])
     # A decoy: the 2SV-less user here holds only a read-only custom role.
-    grant("Security Reviewer", str(next(r for r in people_rows if r[6] == 0 and not r[8] and r[4] == 0)[0]))
+    decoy = next(
+        r
+        for r in (row_of[p.id] for p in people_rows)
+        if r.is_enrolled_in_2sv == 0 and not r.suspended and r.is_admin == 0
+    )
+    grant("Security Reviewer", decoy.id)
+    rows_users = list(row_of.values())
     for pid_row in (supers[0], weak, dormant):
         org.by_pid(person_of[pid_row]).tags.add("gws_super_admin")
-    org.shared["gws_ids"] = ids
-    org.shared["gws_person_of"] = person_of
     out_groups, out_members = _groups(org, rows_users, ids, person_of)
-    return {
-        "gws_users": [tuple(r) for r in rows_users],
-        "gws_user_aliases": sorted(set(aliases)),
+    rows: Rows = {
+        "gws_users": rows_users,
+        "gws_user_aliases": sorted(aliases),
         "gws_groups": out_groups,
         "gws_group_members": out_members,
-        "gws_admin_roles": [(role_ids[n], n, d, s, sys) for n, d, s, sys in ROLES],
+        "gws_admin_roles": [GwsAdminRoleRow(role_ids[n], n, d, s, sys) for n, d, s, sys in ROLES],
         "gws_role_assignments": roles,
         "gws_oauth_tokens": _oauth(org, rows_users, [*supers, weak]),
     }
+    return Generated(rows, WorkspaceDirectory(user_ids=ids, person_of=person_of))
 
 
 def _groups(
-    org: Org, rows_users: list[list[object]], ids: dict[str, str], person_of: dict[str, str]
-) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    org: Org, rows_users: list[GwsUserRow], ids: dict[str, str], person_of: dict[str, str]
+) -> tuple[list[GwsGroupRow], list[GwsGroupMemberRow]]:
     rng = org.rng
-    groups: list[tuple[object, ...]] = []
+    groups: list[GwsGroupRow] = []
     gid_of: dict[str, str] = {}
-    members: dict[tuple[str, str], tuple[object, ...]] = {}
+    members: dict[tuple[str, str], GwsGroupMemberRow] = {}
 
     def group(local: str, name: str, desc: str, external: int = 0) -> None:
         gid = "0" + org.hexid(14)
         email = f"{local}@{DOMAIN}"
         gid_of[email] = gid
-        groups.append((gid, email, name, desc, external))
+        groups.append(GwsGroupRow(gid, email, name, desc, external))
 
     def add(group_email: str, member_email: str, role: str = "MEMBER", alias_of: str | None = None) -> None:
         gid = gid_of[group_email]
         if alias_of is not None:
             # Added by an alias: the directory still knows whose address it is.
-            members[(gid, member_email)] = (gid, member_email, alias_of, role, "USER", "ACTIVE")
+            members[(gid, member_email)] = GwsGroupMemberRow(gid, member_email, alias_of, role, "USER", "ACTIVE")
         elif member_email in gid_of:
-            members[(gid, member_email)] = (gid, member_email, gid_of[member_email], role, "GROUP", "ACTIVE")
+            members[(gid, member_email)] = GwsGroupMemberRow(
+                gid, member_email, gid_of[member_email], role, "GROUP", "ACTIVE"
+            )
         elif member_email in ids:
-            row = next(r for r in rows_users if r[0] == ids[member_email])
-            members[(gid, member_email)] = (
+            row = next(r for r in rows_users if r.id == ids[member_email])
+            members[(gid, member_email)] = GwsGroupMemberRow(
                 gid,
                 member_email,
                 ids[member_email],
                 role,
                 "USER",
-                "SUSPENDED" if row[8] else "ACTIVE",
+                "SUSPENDED" if row.suspended else "ACTIVE",
             )
         else:
-            members[(gid, member_email)] = (gid, member_email, None, role, "USER", None)
+            members[(gid, member_email)] = GwsGroupMemberRow(gid, member_email, None, role, "USER", None)
 
-    active = [r for r in rows_users if not r[8] and r[0] in person_of]
-    depts = sorted({org.by_pid(person_of[str(r[0])]).department for r in active})
+    active = [r for r in rows_users if not r.suspended and r.id in person_of]
+    depts = sorted({org.by_pid(person_of[r.id]).department for r in active})
     for d in depts:
         group(d.lower().replace(" ", "-"), d, f"Everyone in {d}")
     for local, name, desc, ext in (
@@ -386,13 +282,13 @@ def _groups(
     ):
         group(local, name, desc, ext)
     for r in active:
-        p = org.by_pid(person_of[str(r[0])])
-        add(f"{p.department.lower().replace(' ', '-')}@{DOMAIN}", str(r[1]))
+        p = org.by_pid(person_of[r.id])
+        add(f"{p.department.lower().replace(' ', '-')}@{DOMAIN}", r.primary_email)
         if p.acquired:
             # Lumen staff are listed under their old-domain alias: internal, not external.
-            add(f"lumen-alumni@{DOMAIN}", p.old_email or str(r[1]), alias_of=str(r[0]))
+            add(f"lumen-alumni@{DOMAIN}", p.old_email or r.primary_email, alias_of=r.id)
     add(f"all-staff@{DOMAIN}", f"all-staff@{DOMAIN}".replace("all-staff", "engineering"))
-    members[(gid_of[f"all-staff@{DOMAIN}"], "C0corvid")] = (
+    members[(gid_of[f"all-staff@{DOMAIN}"], "C0corvid")] = GwsGroupMemberRow(
         gid_of[f"all-staff@{DOMAIN}"],
         "C0corvid",
         None,
@@ -400,29 +296,29 @@ def _groups(
         "CUSTOMER",
         None,
     )
-    sre = [r for r in active if "sre" in org.by_pid(person_of[str(r[0])]).tags]
-    eng = [r for r in active if "eng" in org.by_pid(person_of[str(r[0])]).tags]
-    data = [r for r in active if "data" in org.by_pid(person_of[str(r[0])]).tags]
+    sre = [r for r in active if "sre" in org.by_pid(person_of[r.id]).tags]
+    eng = [r for r in active if "eng" in org.by_pid(person_of[r.id]).tags]
+    data = [r for r in active if "data" in org.by_pid(person_of[r.id]).tags]
     for r in sre[:4]:
-        add(f"sre-leads@{DOMAIN}", str(r[1]))
+        add(f"sre-leads@{DOMAIN}", r.primary_email)
     # Family 8: org-level GCP admin reaches sre-leads through nesting, and through it, one non-SRE.
     add(f"gcp-org-admins@{DOMAIN}", f"sre-leads@{DOMAIN}")
-    add(f"gcp-org-admins@{DOMAIN}", str(sre[4][1]), "OWNER")
-    add(f"sre-leads@{DOMAIN}", str(eng[40][1]))
-    org.by_pid(person_of[str(eng[40][0])]).tags.add("gcp_nested_admin")
+    add(f"gcp-org-admins@{DOMAIN}", sre[4].primary_email, "OWNER")
+    add(f"sre-leads@{DOMAIN}", eng[40].primary_email)
+    org.by_pid(person_of[eng[40].id]).tags.add("gcp_nested_admin")
     for r in sre[5:9]:
-        add(f"gcp-platform-admins@{DOMAIN}", str(r[1]))
+        add(f"gcp-platform-admins@{DOMAIN}", r.primary_email)
     add(f"gcp-platform-admins@{DOMAIN}", f"data-platform@{DOMAIN}")
     for r in data[:12]:
-        add(f"data-platform@{DOMAIN}", str(r[1]))
+        add(f"data-platform@{DOMAIN}", r.primary_email)
     # A leaver (account still present but suspended) lingers in a privileged group: a decoy for
     # "active" questions, a finding for "clean up memberships" questions.
-    suspended = [r for r in rows_users if r[8] and r[0] in person_of]
-    add(f"gcp-platform-admins@{DOMAIN}", str(suspended[0][1]))
+    suspended = [r for r in rows_users if r.suspended and r.id in person_of]
+    add(f"gcp-platform-admins@{DOMAIN}", suspended[0].primary_email)
     for r in rng.sample(active, 3):
-        add(f"gcp-billing-admins@{DOMAIN}", str(r[1]))
+        add(f"gcp-billing-admins@{DOMAIN}", r.primary_email)
     for r in rng.sample(active, 8):
-        add(f"security-alerts@{DOMAIN}", str(r[1]))
+        add(f"security-alerts@{DOMAIN}", r.primary_email)
     # Family 7: external members, including one in a group that holds cloud privileges.
     add(f"partners-northbridge@{DOMAIN}", EXTERNAL[1], "MANAGER")
     add(f"partners-northbridge@{DOMAIN}", EXTERNAL[0])
@@ -432,33 +328,31 @@ def _groups(
     add(f"data-platform@{DOMAIN}", EXTERNAL[3])
     add(f"gcp-billing-admins@{DOMAIN}", EXTERNAL[4])
     for r in rng.sample(active, 4):
-        add(f"partners-northbridge@{DOMAIN}", str(r[1]), "OWNER")
-    org.shared["gws_group_ids"] = gid_of
-    org.shared["gws_group_members"] = list(members.values())
+        add(f"partners-northbridge@{DOMAIN}", r.primary_email, "OWNER")
     return groups, [members[k] for k in sorted(members)]
 
 
-def _oauth(org: Org, rows_users: list[list[object]], admins: list[str]) -> list[tuple[object, ...]]:
+def _oauth(org: Org, rows_users: list[GwsUserRow], admins: list[str]) -> list[GwsOauthTokenRow]:
     rng = org.rng
-    rows: dict[tuple[str, str], tuple[object, ...]] = {}
+    rows: dict[tuple[str, str], GwsOauthTokenRow] = {}
     clients = {
         name: f"{rng.randint(10**11, 10**12 - 1)}-{org.hexid(20)}.apps.googleusercontent.com" for name, *_ in APPS
     }
-    live = [r for r in rows_users if not r[8]]
+    live = [r for r in rows_users if not r.suspended]
     for r in live:
         for name, scopes, anon, share in APPS:
             if rng.random() < share:
-                rows[(str(r[0]), clients[name])] = (r[0], clients[name], name, scopes, anon, 0)
+                rows[(r.id, clients[name])] = GwsOauthTokenRow(r.id, clients[name], name, scopes, anon, 0)
     # Family 12: broad grants to unverified apps, including by super admins.
     for name, holders in (
-        ("PDF Merge Free", [admins[0], *[str(r[0]) for r in rng.sample(live, 6)]]),
-        ("MailTracker Plus", [str(r[0]) for r in rng.sample(live, 4)]),
+        ("PDF Merge Free", [admins[0], *[r.id for r in rng.sample(live, 6)]]),
+        ("MailTracker Plus", [r.id for r in rng.sample(live, 4)]),
         ("Org Chart Sync", [admins[3]]),
         ("Backupify", [admins[1]]),
     ):
         spec = next(a for a in APPS if a[0] == name)
         for uid in holders:
-            rows[(uid, clients[name])] = (uid, clients[name], name, spec[1], spec[2], 0)
+            rows[(uid, clients[name])] = GwsOauthTokenRow(uid, clients[name], name, spec[1], spec[2], 0)
     return [rows[k] for k in sorted(rows)]
 
 

@@ -5,49 +5,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from runner.world.org import ACQUISITION_DATE, AS_OF, DOMAIN, OLD_DOMAIN, Org, Person, Rows, day
-from runner.world.schema import Table, col, fk
-
-TABLES = (
-    Table(
-        "hibob_people",
-        "Every person HR has ever employed or contracted, one row each, as the HiBob people "
-        "export presents them. Leavers stay in the table with status `terminated`.",
-        (
-            col("id", "HiBob employee id (numeric string). Unique per person and never reused.", required=True),
-            col("display_name", "Full name as shown in HiBob, `First Last`.", required=True),
-            col("first_name", "Given name.", required=True),
-            col("surname", "Family name.", required=True),
-            col(
-                "email",
-                "Current work email. Always lower case, on the current company domain.",
-                required=True,
-            ),
-            col("personal_email", "Private email the person gave HR, if any. Not a company account."),
-            col("department", "Department name, e.g. `Engineering`, `Sales`, `IT`, `Security`.", required=True),
-            col("title", "Job title.", required=True),
-            col("site", "Work location, e.g. `San Francisco`, `London`, `Remote - US`.", required=True),
-            col("manager_id", "HiBob `id` of the direct manager; NULL for the CEO."),
-            col("employment_type", "`Permanent`, `Contractor` or `Intern`.", required=True),
-            col(
-                "legal_entity",
-                "Employing entity: `Corvid Systems Inc.`, `Corvid Systems Ltd.` (UK), "
-                "`Corvid Systems GmbH` or `Lumen Analytics Ltd.` (staff who joined through the "
-                "2023-03-01 acquisition of Lumen Analytics).",
-                required=True,
-            ),
-            col("status", "`active`, `leave` (on leave, still employed) or `terminated`.", required=True),
-            col("start_date", "First working day (ISO date).", required=True),
-            col("termination_date", "Last working day (ISO date) for `terminated` people; NULL otherwise."),
-            col(
-                "contract_end_date",
-                "Contract end (ISO date) for contractors and interns; NULL for permanent "
-                "staff. HR does not always update `status` when a contract lapses.",
-            ),
-        ),
-        primary_key=("id",),
-        foreign_keys=(fk("manager_id", "hibob_people", "id"),),
-    ),
-)
+from runner.world.tables.hibob import HibobPersonRow
 
 FIRST = [
     "James",
@@ -449,7 +407,7 @@ def generate(org: Org) -> Rows:
     _assign_lifecycle(org)
     _assign_managers(org)
     rows = [
-        (
+        HibobPersonRow(
             p.pid,
             p.name,
             p.first,

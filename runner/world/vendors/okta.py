@@ -2,168 +2,21 @@
 
 from __future__ import annotations
 
+import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from runner.world.org import AS_OF, Org, Person, Row, Rows, at, ts
-from runner.world.schema import Table, col, fk
-
-TABLES = (
-    Table(
-        "okta_users",
-        "Okta users (`/api/v1/users`), including deactivated ones. Okta keeps a deprovisioned user "
-        "until an admin deletes it.",
-        (
-            col("id", "Okta user id, e.g. `00u1a2b3c4D5e6F7g8h9`.", required=True),
-            col(
-                "status",
-                "`STAGED`, `PROVISIONED`, `ACTIVE`, `RECOVERY`, `PASSWORD_EXPIRED`, `LOCKED_OUT`, "
-                "`SUSPENDED` or `DEPROVISIONED` (deactivated). Only `DEPROVISIONED` users cannot sign in "
-                "at all; `SUSPENDED` users are blocked until unsuspended.",
-                required=True,
-            ),
-            col(
-                "login",
-                "Okta username. Usually the work email, but it keeps whatever form it was "
-                "created with (older domains, mixed case).",
-                required=True,
-            ),
-            col("email", "Primary email on the profile.", required=True),
-            col("first_name", "Profile given name."),
-            col("last_name", "Profile family name."),
-            col("user_type", "Okta user type: `employee`, `contractor` or `service`."),
-            col("created", "When the user was created (UTC)."),
-            col("activated", "When the user was first activated (UTC); NULL if never activated."),
-            col("status_changed", "When `status` last changed (UTC)."),
-            col("last_login", "Last successful sign-in (UTC); NULL if never signed in."),
-            col("password_changed", "When the password was last changed (UTC)."),
-        ),
-        primary_key=("id",),
-    ),
-    Table(
-        "okta_groups",
-        "Okta groups (`/api/v1/groups`). Several are pushed to downstream apps (AWS IAM Identity Center, "
-        "GitHub) under the same name.",
-        (
-            col("id", "Okta group id, e.g. `00g...`.", required=True),
-            col("name", "Group name.", required=True),
-            col("description", "Free-text description."),
-            col(
-                "type",
-                "`OKTA_GROUP` (managed in Okta), `APP_GROUP` (imported from an app) or `BUILT_IN` (`Everyone`).",
-                required=True,
-            ),
-            col("created", "Creation time (UTC)."),
-        ),
-        primary_key=("id",),
-    ),
-    Table(
-        "okta_group_memberships",
-        "Direct members of each Okta group. Okta groups do not nest.",
-        (
-            col("group_id", "`okta_groups.id`.", required=True),
-            col("user_id", "`okta_users.id`.", required=True),
-        ),
-        primary_key=("group_id", "user_id"),
-        foreign_keys=(fk("group_id", "okta_groups", "id"), fk("user_id", "okta_users", "id")),
-    ),
-    Table(
-        "okta_apps",
-        "Applications integrated with Okta for single sign-on or provisioning.",
-        (
-            col("id", "Okta app id, e.g. `0oa...`.", required=True),
-            col(
-                "name",
-                "Okta integration name, e.g. `amazon_aws_sso`, `github_enterprise_cloud`.",
-                required=True,
-            ),
-            col("label", "Display label shown to users.", required=True),
-            col("status", "`ACTIVE` or `INACTIVE`.", required=True),
-            col("sign_on_mode", "`SAML_2_0`, `OPENID_CONNECT`, `BOOKMARK` or `BROWSER_PLUGIN`."),
-            col(
-                "provisioning",
-                "Lifecycle provisioning to the app: `SCIM` (pushes users and groups) or `NONE`.",
-            ),
-            col("created", "Creation time (UTC)."),
-        ),
-        primary_key=("id",),
-    ),
-    Table(
-        "okta_app_user_assignments",
-        "Which users are assigned to each app. `scope` says whether the assignment is direct (`USER`) or "
-        "inherited from a group assignment (`GROUP`).",
-        (
-            col("app_id", "`okta_apps.id`.", required=True),
-            col("user_id", "`okta_users.id`.", required=True),
-            col("scope", "`USER` (assigned directly) or `GROUP` (through a group assignment).", required=True),
-            col("app_username", "The username Okta sends to the app for this user."),
-            col("created", "When the assignment was made (UTC)."),
-        ),
-        primary_key=("app_id", "user_id"),
-        foreign_keys=(fk("app_id", "okta_apps", "id"), fk("user_id", "okta_users", "id")),
-    ),
-    Table(
-        "okta_app_group_assignments",
-        "Groups assigned to each app. For SCIM apps the group is also pushed to the app.",
-        (
-            col("app_id", "`okta_apps.id`.", required=True),
-            col("group_id", "`okta_groups.id`.", required=True),
-            col("priority", "Assignment priority (0 is highest).", "INTEGER"),
-        ),
-        primary_key=("app_id", "group_id"),
-        foreign_keys=(fk("app_id", "okta_apps", "id"), fk("group_id", "okta_groups", "id")),
-    ),
-    Table(
-        "okta_factors",
-        "Enrolled MFA factors per user (`/api/v1/users/{id}/factors`).",
-        (
-            col("id", "Factor id.", required=True),
-            col("user_id", "`okta_users.id`.", required=True),
-            col(
-                "factor_type",
-                "`push` (Okta Verify push), `token:software:totp`, `signed_nonce` (Okta FastPass), "
-                "`webauthn` (security key or biometric), `sms`, `call`, `email` or `question`. `sms`, `call`, "
-                "`email` and `question` are not phishing-resistant and are treated as weak by policy.",
-                required=True,
-            ),
-            col("provider", "`OKTA`, `GOOGLE` or `FIDO`.", required=True),
-            col(
-                "status",
-                "`ACTIVE`, `PENDING_ACTIVATION` (enrollment started, never finished) or `INACTIVE`.",
-                required=True,
-            ),
-            col("created", "Enrollment time (UTC)."),
-            col("last_updated", "Last change (UTC)."),
-        ),
-        primary_key=("id",),
-        foreign_keys=(fk("user_id", "okta_users", "id"),),
-    ),
-    Table(
-        "okta_admin_role_assignments",
-        "Okta administrator roles, granted to a user directly or to a group (every member holds it).",
-        (
-            col("id", "Role assignment id.", required=True),
-            col(
-                "role_type",
-                "`SUPER_ADMIN`, `ORG_ADMIN`, `APP_ADMIN`, `USER_ADMIN`, `HELP_DESK_ADMIN`, "
-                "`GROUP_MEMBERSHIP_ADMIN`, `READ_ONLY_ADMIN` or `REPORT_ADMIN`.",
-                required=True,
-            ),
-            col("assignee_type", "`USER` or `GROUP`.", required=True),
-            col(
-                "assignee_id",
-                "`okta_users.id` or `okta_groups.id`, depending on `assignee_type`.",
-                required=True,
-            ),
-            col(
-                "status",
-                "`ACTIVE`, or `INACTIVE` for an assignment that was revoked (it grants nothing).",
-                required=True,
-            ),
-            col("created", "When the role was granted (UTC)."),
-        ),
-        primary_key=("id",),
-    ),
+from runner.world.org import AS_OF, Generated, Org, Person, Rows, at, draw_token, ts
+from runner.world.tables.okta import (
+    OktaAdminRoleAssignmentRow,
+    OktaAppGroupAssignmentRow,
+    OktaAppRow,
+    OktaAppUserAssignmentRow,
+    OktaFactorRow,
+    OktaGroupMembershipRow,
+    OktaGroupRow,
+    OktaUserRow,
 )
 
 
@@ -178,8 +31,26 @@ class OktaUser:
     groups: set[str] = field(default_factory=set)
 
 
+@dataclass(frozen=True)
+class OktaDirectory:
+    """What Okta publishes for later vendors: the accounts SAML and SCIM send downstream."""
+
+    # Every Okta user, people first in HR order, then the service and person-less logins.
+    users: tuple[OktaUser, ...]
+    # Okta group id by group name, for the groups SCIM pushes under the same name.
+    group_ids: Mapping[str, str]
+
+
+ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def okta_id(rng: random.Random, prefix: str) -> str:
+    """An Okta object id: its kind's prefix (``00u`` user, ``00g`` group, ``ra`` role …) and 17 drawn characters."""
+    return prefix + draw_token(rng, ID_ALPHABET, 17)
+
+
 def _oid(org: Org, prefix: str) -> str:
-    return prefix + org.token("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", 17)
+    return okta_id(org.rng, prefix)
 
 
 GROUPS = (
@@ -250,11 +121,11 @@ SERVICE_LOGINS = (
 )
 
 
-def generate(org: Org) -> Rows:
+def generate(org: Org) -> Generated[OktaDirectory]:
     """Okta users for everyone hired since Okta went live, plus the planted findings."""
     rng = org.rng
     users: list[OktaUser] = []
-    rows_users: list[tuple[object, ...]] = []
+    rows_users: list[OktaUserRow] = []
     okta_live = date(2019, 1, 1)
     active_leavers = _plant_active_leavers(org)
     for p in org.people:
@@ -288,7 +159,7 @@ def generate(org: Org) -> Rows:
         users.append(u)
         email = login.lower() if login.lower() == p.old_email else p.email
         rows_users.append(
-            (
+            OktaUserRow(
                 u.id,
                 status,
                 login,
@@ -311,7 +182,7 @@ def generate(org: Org) -> Rows:
         if login.startswith("okta-breakglass"):
             last = ts(datetime(2025, 11, 3, 2, 14, tzinfo=AS_OF.tzinfo))
         rows_users.append(
-            (
+            OktaUserRow(
                 u.id,
                 status,
                 login,
@@ -326,16 +197,13 @@ def generate(org: Org) -> Rows:
                 ts(created),
             )
         )
-    org.shared["okta_users"] = users
     by_login = {u.login.lower(): u for u in users}
     groups, rows_groups, rows_members = _groups(org, users)
-    org.shared["okta_groups"] = groups
     rows_apps, rows_user_assign, rows_group_assign = _apps(org, users, groups)
     rows_factors = _factors(org, users, by_login)
-    rows_roles = _admin_roles(org, users, groups, by_login)
-    dormant = org.shared["okta_dormant_admin"]
-    rows_users = [(*r[:10], "2025-10-17T08:12:00Z", *r[11:]) if r[0] == dormant else r for r in rows_users]
-    return {
+    rows_roles, dormant = _admin_roles(org, users, groups, by_login, rows_factors)
+    rows_users = [r._replace(last_login="2025-10-17T08:12:00Z") if r.id == dormant else r for r in rows_users]
+    rows: Rows = {
         "okta_users": rows_users,
         "okta_groups": rows_groups,
         "okta_group_memberships": rows_members,
@@ -345,6 +213,7 @@ def generate(org: Org) -> Rows:
         "okta_factors": rows_factors,
         "okta_admin_role_assignments": rows_roles,
     }
+    return Generated(rows, OktaDirectory(users=tuple(users), group_ids=groups))
 
 
 def _plant_active_leavers(org: Org) -> set[str]:
@@ -356,21 +225,21 @@ def _plant_active_leavers(org: Org) -> set[str]:
     return {p.pid for p in chosen}
 
 
-def _groups(
-    org: Org, users: list[OktaUser]
-) -> tuple[dict[str, str], list[tuple[object, ...]], list[tuple[object, ...]]]:
+def _groups(org: Org, users: list[OktaUser]) -> tuple[dict[str, str], list[OktaGroupRow], list[OktaGroupMembershipRow]]:
     rng = org.rng
     groups: dict[str, str] = {}
-    rows: list[tuple[object, ...]] = []
+    rows: list[OktaGroupRow] = []
     for name, kind, desc in GROUPS:
         gid = _oid(org, "00g")
         groups[name] = gid
-        rows.append((gid, name, desc, kind, "2019-01-02T10:00:00Z"))
+        rows.append(OktaGroupRow(gid, name, desc, kind, "2019-01-02T10:00:00Z"))
     for dept in DEPT_GROUPS:
         gid = _oid(org, "00g")
         name = "dept-" + dept.lower().replace(" ", "-")
         groups[name] = gid
-        rows.append((gid, name, f"Everyone in {dept} (rule-based from HR)", "OKTA_GROUP", "2019-01-02T10:00:00Z"))
+        rows.append(
+            OktaGroupRow(gid, name, f"Everyone in {dept} (rule-based from HR)", "OKTA_GROUP", "2019-01-02T10:00:00Z")
+        )
     members: set[tuple[str, str]] = set()
 
     def add(group: str, u: OktaUser) -> None:
@@ -437,19 +306,19 @@ def _groups(
     leavers = [u for u in users if u.person and "okta_active_leaver" in u.person.tags]
     for u in leavers[:3]:
         add("aws-prod-admin", u)
-    return groups, rows, sorted(members)
+    return groups, rows, [OktaGroupMembershipRow(g, u) for g, u in sorted(members)]
 
 
 def _apps(
     org: Org, users: list[OktaUser], groups: dict[str, str]
-) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]], list[tuple[object, ...]]]:
+) -> tuple[list[OktaAppRow], list[OktaAppUserAssignmentRow], list[OktaAppGroupAssignmentRow]]:
     rng = org.rng
     apps: dict[str, str] = {}
-    rows_apps: list[Row] = []
+    rows_apps: list[OktaAppRow] = []
     for name, label, mode, prov in APPS:
         aid = _oid(org, "0oa")
         apps[name] = aid
-        rows_apps.append((aid, name, label, "ACTIVE", mode, prov, "2019-02-11T12:00:00Z"))
+        rows_apps.append(OktaAppRow(aid, name, label, "ACTIVE", mode, prov, "2019-02-11T12:00:00Z"))
     group_assign = {
         "amazon_aws_sso": AWS_PUSHED_GROUPS,
         "github_enterprise_cloud": ("github-users",),
@@ -463,15 +332,15 @@ def _apps(
         "salesforce": ("dept-sales", "dept-customer-success"),
         "expensify": ("Everyone",),
     }
-    rows_ga: list[Row] = []
+    rows_ga: list[OktaAppGroupAssignmentRow] = []
     for app, gnames in group_assign.items():
         for prio, g in enumerate(gnames):
-            rows_ga.append((apps[app], groups[g], prio))
-    rows_ua: dict[tuple[str, str], tuple[object, ...]] = {}
+            rows_ga.append(OktaAppGroupAssignmentRow(apps[app], groups[g], prio))
+    rows_ua: dict[tuple[str, str], OktaAppUserAssignmentRow] = {}
     for u in users:
         for app, gnames in group_assign.items():
             if u.groups & set(gnames):
-                rows_ua[(apps[app], u.id)] = (
+                rows_ua[(apps[app], u.id)] = OktaAppUserAssignmentRow(
                     apps[app],
                     u.id,
                     "GROUP",
@@ -488,7 +357,7 @@ def _apps(
         and u.person.department in ("Product", "Data", "Security")
     ]
     for u in rng.sample(direct, 5):
-        rows_ua[(apps["amazon_aws_sso"], u.id)] = (
+        rows_ua[(apps["amazon_aws_sso"], u.id)] = OktaAppUserAssignmentRow(
             apps["amazon_aws_sso"],
             u.id,
             "USER",
@@ -498,14 +367,14 @@ def _apps(
     return rows_apps, [rows_ua[k] for k in sorted(rows_ua)], rows_ga
 
 
-def _factors(org: Org, users: list[OktaUser], by_login: dict[str, OktaUser]) -> list[tuple[object, ...]]:
+def _factors(org: Org, users: list[OktaUser], by_login: dict[str, OktaUser]) -> list[OktaFactorRow]:
     rng = org.rng
-    rows: list[Row] = []
+    rows: list[OktaFactorRow] = []
 
     def factor(u: OktaUser, kind: str, status: str = "ACTIVE") -> None:
         provider = {"webauthn": "FIDO", "token:software:totp": rng.choice(("OKTA", "GOOGLE"))}.get(kind, "OKTA")
         made = ts(org.when(datetime(2020, 1, 1, tzinfo=AS_OF.tzinfo), AS_OF - timedelta(days=5)))
-        rows.append((_oid(org, "mfa"), u.id, kind, provider, status, made, made))
+        rows.append(OktaFactorRow(_oid(org, "mfa"), u.id, kind, provider, status, made, made))
 
     for u in users:
         if u.status == "DEPROVISIONED" or u.person is None:
@@ -528,26 +397,30 @@ def _factors(org: Org, users: list[OktaUser], by_login: dict[str, OktaUser]) -> 
     factor(by_login["okta-breakglass@corvid.io"], "webauthn")
     factor(by_login["svc-jenkins@corvid.io"], "token:software:totp")
     factor(by_login["temp-admin@corvid.io"], "sms")
-    org.shared["okta_factor_rows"] = rows
     return rows
 
 
 def _admin_roles(
-    org: Org, users: list[OktaUser], groups: dict[str, str], by_login: dict[str, OktaUser]
-) -> list[tuple[object, ...]]:
-    """Admin roles, with the MFA and dormancy plants on the people who hold them."""
+    org: Org,
+    users: list[OktaUser],
+    groups: dict[str, str],
+    by_login: dict[str, OktaUser],
+    factors: list[OktaFactorRow],
+) -> tuple[list[OktaAdminRoleAssignmentRow], str]:
+    """Admin roles, and the dormant super admin's user id. Replaces the factors of the people who
+    hold a role in ``factors``, to plant the MFA findings on them."""
     rng = org.rng
-    rows: list[tuple[object, ...]] = []
-    factors: list[tuple[object, ...]] = org.shared["okta_factor_rows"]  # type: ignore[assignment]
+    rows: list[OktaAdminRoleAssignmentRow] = []
 
     def grant(role: str, kind: str, target: str, when: str = "2022-05-10T16:00:00Z") -> None:
-        rows.append((_oid(org, "ra"), role, kind, target, "ACTIVE", when))
+        rows.append(OktaAdminRoleAssignmentRow(_oid(org, "ra"), role, kind, target, "ACTIVE", when))
 
     def set_factors(u: OktaUser, kinds: list[tuple[str, str]]) -> None:
-        factors[:] = [f for f in factors if f[1] != u.id]
+        factors[:] = [f for f in factors if f.user_id != u.id]
         for kind, status in kinds:
             made = ts(org.when(datetime(2023, 1, 1, tzinfo=AS_OF.tzinfo), AS_OF - timedelta(days=30)))
-            factors.append((_oid(org, "mfa"), u.id, kind, "FIDO" if kind == "webauthn" else "OKTA", status, made, made))
+            provider = "FIDO" if kind == "webauthn" else "OKTA"
+            factors.append(OktaFactorRow(_oid(org, "mfa"), u.id, kind, provider, status, made, made))
 
     it_staff = [u for u in users if u.person and u.status == "ACTIVE" and "it" in u.person.tags and not u.person.left]
     sec_staff = [u for u in users if u.person and u.status == "ACTIVE" and "sec" in u.person.tags and not u.person.left]
@@ -583,10 +456,12 @@ def _admin_roles(
     dormant = it_staff[5]
     grant("SUPER_ADMIN", "USER", dormant.id, "2020-03-02T10:00:00Z")
     set_factors(dormant, [("push", "ACTIVE")])
-    org.shared["okta_dormant_admin"] = dormant.id
     # An inactive (revoked) super admin grant is a decoy: it confers nothing.
-    rows.append((_oid(org, "ra"), "SUPER_ADMIN", "USER", it_staff[6].id, "INACTIVE", "2021-01-05T10:00:00Z"))
+    revoked = OktaAdminRoleAssignmentRow(
+        _oid(org, "ra"), "SUPER_ADMIN", "USER", it_staff[6].id, "INACTIVE", "2021-01-05T10:00:00Z"
+    )
+    rows.append(revoked)
     for u in [*supers, weak_super, pending, leaver, dormant]:
         assert u.person is not None
         u.person.tags.add("okta_admin")
-    return rows
+    return rows, dormant.id
