@@ -254,7 +254,7 @@ def test_the_record_reliability_part_is_assembled_from_rows_and_votes() -> None:
     rel = _reliability(rows, votes, votes)
     assert rel.agreement == {"answer_correctness": 0.75}
     assert rel.inter_judge["answer_correctness"].pairs == 3
-    assert rel.abstention == {"answer_correctness": 0.125}
+    assert stats.abstention_rate(v.grade for v in votes) == 0.125
     assert rel.abstention_by_judge == {"a": 0.0, "b": 0.25}
     assert rel.ci["answer_correctness"] == stats.bootstrap_ci([0.5, 1.0])
     assert rel.strict_success_ci == stats.bootstrap_ci([0.0, 1.0])
@@ -264,4 +264,4 @@ def test_the_record_reliability_part_is_assembled_from_rows_and_votes() -> None:
     only_t2 = [v for v in votes if v.task_id == "t2"]
     partial = _reliability(rows, votes, only_t2)
     assert partial.inter_judge["answer_correctness"].pairs == 1
-    assert partial.abstention == rel.abstention and partial.ci == rel.ci
+    assert partial.abstention_by_judge == rel.abstention_by_judge and partial.ci == rel.ci

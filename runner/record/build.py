@@ -227,8 +227,7 @@ def _failures(samples: Sequence[SampleRecord]) -> dict[str, int]:
 
 
 def _abstention_rates(votes: Sequence[JudgeVote]) -> dict[Dimension, float]:
-    # The same statistic as ``Reliability.abstention`` (one formula, ``stats.abstention_rate``), published for
-    # every run, scored or not.
+    # Published once, for every run, scored or not: the reliability statistics (withheld with the score) refer to it.
     grades: dict[Dimension, list[Grade]] = defaultdict(list)
     for v in votes:
         grades[v.dimension].append(v.grade)
@@ -330,13 +329,11 @@ def _reliability(rows: Sequence[TaskResult], votes: Sequence[Vote], judged: Sequ
     strict = "strict_success"  # not a Dimension, so it cannot collide with one
     columns[strict] = [None if r.strict_success is None else float(r.strict_success) for r in rows]
     cis = stats.bootstrap_cis(columns)
-    rates = {d: stats.abstention_rate(v.grade for v in by_dim[d]) for d in dims}
     return Reliability(
         agreement={d: stats.mean_agreement((r.epochs[d], r.grades[d]) for r in rows if d in r.grades) for d in dims},
         inter_judge=inter,
         ci={d: cis[d] for d in dims},
         strict_success_ci=cis[strict],
-        abstention={d: rate for d, rate in rates.items() if rate is not None},
         abstention_by_judge={
             j: rate for j in sorted(by_judge) if (rate := stats.abstention_rate(by_judge[j])) is not None
         },

@@ -92,8 +92,6 @@ class Reliability(_Model):
     """Bootstrap 95% CI (percentile, tasks resampled) of each dimension's mean."""
     strict_success_ci: tuple[float, float] | None
     """The same CI for the strict success rate."""
-    abstention: dict[Dimension, float]
-    """Share of raw judge votes that abstained, per dimension."""
     abstention_by_judge: dict[str, float]
     """Share of each judge's raw votes that abstained, over every dimension."""
     resamples: int
