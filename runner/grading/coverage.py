@@ -154,6 +154,8 @@ class QueryStructure(BaseModel):
 class CoverageReport(BaseModel):
     """The agent's structural coverage of the witness SQL (the ``ispm coverage --json`` object)."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     witness_tables: list[str]
     """Physical tables the witness reads, sorted."""
     agent_tables: list[str]
