@@ -83,6 +83,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/sandbox.py
 	$(BIN)/python bench/analytics.py
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/ray.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

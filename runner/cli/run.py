@@ -94,7 +94,17 @@ def preflight_command(candidate: str, judges: tuple[str, ...], skip_dry_run: boo
 )
 @click.option("--task", "task_ids", multiple=True, help="Only this task (repeat); official runs refuse a filter.")
 @click.option(
-    "--backend", type=click.Choice(["docker", "local"]), default="docker", show_default=True, help="Sandbox backend."
+    "--backend",
+    type=click.Choice(["docker", "local", "ray"]),
+    default="docker",
+    show_default=True,
+    help="Where samples run: this machine's Docker, a local process (tests), or a Ray cluster's Docker hosts.",
+)
+@click.option(
+    "--ray-address",
+    envvar="RAY_ADDRESS",
+    metavar="HOST:PORT",
+    help="The Ray cluster's head for --backend ray (default: RAY_ADDRESS).",
 )
 @click.option("--official", is_flag=True, help="Lock every value to v1 and refuse anything that is not.")
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), help="Run folder [runs/<run-id>].")
@@ -113,6 +123,7 @@ def run_command(
     breaker_after: int,
     task_ids: tuple[str, ...],
     backend: str,
+    ray_address: str | None,
     official: bool,
     run_dir: Path | None,
     resume_dir: Path | None,
@@ -128,13 +139,15 @@ def run_command(
     --judge openai/gpt-4.1 --official
 
     Example: ispm run --resume runs/20261130T060000Z-a1b2c3
+
+    Example: ispm run --backend ray --ray-address head:6379 --agent-image replay --judge ref#1 --judge ref#2
     """
     from runner.run.spec import RunSpec
     from runner.run.spec import official as make_official
     from runner.run.start import current_digests, resume_run, run_preflight, start_run
 
     if resume_dir is not None:
-        result = resume_run(resume_dir)
+        result = resume_run(resume_dir, ray_address=ray_address)
     else:
         if not agent_image:
             raise click.UsageError("--agent-image is required (or --resume RUN_DIR)")
@@ -152,10 +165,10 @@ def run_command(
         )
         if official:
             spec = make_official(spec, current_digests())
-        checked = run_preflight(spec)
+        checked = run_preflight(spec, ray_address=ray_address)
         for line in checked.summary_lines():
             click.echo(line)
-        result = start_run(spec, run_dir, preflight=checked)
+        result = start_run(spec, run_dir, preflight=checked, ray_address=ray_address)
     _print_run_result(result)
     if result.outcome == "stopped":
         raise click.exceptions.Exit(1)

@@ -11,6 +11,11 @@ that did not grade every planned sample within the limit ends ``timed_out``; the
 agents), waits for the workers, and journals ``run_interrupted``. Samples cut short this way are not
 journaled: they were not the agent's failure, and a resume runs them again.
 
+**Where samples run.** On one machine the workers call the plan's backend themselves, each sample linked to the
+host's gateway. A plan may instead carry a :class:`SampleRunner` that runs whole samples elsewhere (the Ray cluster
+of ``runner.cluster``) and hands back the output, the gateway's usage, the node and any lost attempts; grading,
+judges and the journal stay here either way.
+
 **Circuit breakers** (``runner.run.breaker``). When a judge or the candidate has failed on ``spec.breaker_after``
 consecutive samples, the run stops the same way (no new sample, the run's sandboxes swept, samples already being
 graded finish and are journaled) and journals ``run_stopped`` with the breaker's reason. ``ispm run --resume``
@@ -26,7 +31,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 from runner import log
 from runner.contract import SampleOutput
@@ -34,7 +39,15 @@ from runner.errors import SandboxError
 from runner.grading.grade import GradingContext, grade_sample
 from runner.grading.judge import Judge
 from runner.run.breaker import Breakers
-from runner.run.journal import Journal, RunInterrupted, RunStopped, RunTimedOut, SampleFinished, SampleGraded
+from runner.run.journal import (
+    Journal,
+    RunInterrupted,
+    RunStopped,
+    RunTimedOut,
+    SampleAttempt,
+    SampleFinished,
+    SampleGraded,
+)
 from runner.run.progress import Progress, make_progress
 from runner.run.spec import RunSpec
 from runner.sandbox.backend import Backend, SampleSpec, gateway_link
@@ -57,6 +70,31 @@ def plan(task_ids: Sequence[str], epochs: int) -> list[Pair]:
     return [(t, e) for e in range(1, epochs + 1) for t in sorted(task_ids)]
 
 
+class RanSample(NamedTuple):
+    """One sample as it came back from wherever it ran."""
+
+    output: SampleOutput
+    usage: SampleUsage | None
+    """The agent's usage as the gateway counted it; ``None`` without a gateway."""
+    node: str | None = None
+    """The cluster node the kept attempt ran on; ``None`` on one machine."""
+    attempts: tuple[SampleAttempt, ...] = ()
+    """Attempts lost before the kept one."""
+
+
+class SampleRunner(Protocol):
+    """Runs whole samples somewhere other than this process (a cluster), with their gateway there."""
+
+    def run_sample(self, spec: SampleSpec, *, with_gateway: bool) -> RanSample:
+        """Run ``spec`` to its end, retrying an attempt lost with its node; never raises for the sample's own
+        failure. ``with_gateway``: link the sample to its node's model gateway and return the usage."""
+        ...
+
+    def sweep(self, run_id: str) -> None:
+        """Remove every sandbox resource of ``run_id`` wherever it runs (Ctrl-C, a tripped breaker)."""
+        ...
+
+
 @dataclass
 class RunPlan:
     """What the scheduler needs: the spec, the tasks and their truth, the backend, the judges, the journal."""
@@ -77,6 +115,8 @@ class RunPlan:
     """Samples already collected by an earlier attempt (graded or not)."""
     graded: set[Pair] = field(default_factory=set)
     """Samples already graded by an earlier attempt: skipped."""
+    runner: SampleRunner | None = None
+    """Runs samples elsewhere (a cluster) instead of ``backend`` and ``gateway`` here."""
 
 
 class _Worker:
@@ -122,12 +162,15 @@ class _Worker:
         if output is None:
             self.progress.started(pair)
             limit = min(self.p.spec.sample_limit_s, remaining)
-            output, usage = self._run(task_id, epoch, limit)
+            ran = self._run(task_id, epoch, limit)
+            output, usage = ran.output, ran.usage
             if self.stop.is_set():
                 return None
             if output.status == "timeout" and limit < self.p.spec.sample_limit_s:
                 self.deadline_hit.set()
-            self.p.journal.append(SampleFinished(output=output, usage=usage))
+            self.p.journal.append(
+                SampleFinished(output=output, usage=usage, node=ran.node, attempts=list(ran.attempts))
+            )
             _log.info(
                 "run.sample_finished",
                 run=self.p.run_id,
@@ -157,7 +200,7 @@ class _Worker:
             self.stop.set()
         return output.status
 
-    def _run(self, task_id: str, epoch: int, limit: float) -> tuple[SampleOutput, SampleUsage | None]:
+    def _run(self, task_id: str, epoch: int, limit: float) -> RanSample:
         task = self.p.tasks[task_id]
         spec = SampleSpec(
             task_id=task_id,
@@ -170,8 +213,12 @@ class _Worker:
             replay_dir=self.p.replay_dir,
             world_file=self.p.world_file,
         )
+        if self.p.runner is not None:
+            # The cluster's gateways are on its nodes, with their keys: the spec says whether the agent needs one.
+            needs_model = self.p.spec.candidate is not None and self.p.spec.calibration is None
+            return self.p.runner.run_sample(spec, with_gateway=needs_model)
         if self.p.gateway is None:
-            return self.p.backend.run_sample(spec), None
+            return RanSample(self.p.backend.run_sample(spec), None)
         with gateway_link(self.p.gateway, spec.sample_id) as (folder, token):
             output = self.p.backend.run_sample(
                 spec.model_copy(
@@ -179,7 +226,7 @@ class _Worker:
                 )
             )
         # Read after the link closed: revoking the token waits for the sample's requests in flight.
-        return output, self.p.gateway.usage(spec.sample_id)
+        return RanSample(output, self.p.gateway.usage(spec.sample_id))
 
 
 def execute(
@@ -250,6 +297,9 @@ def _stop(worker: _Worker, pool: ThreadPoolExecutor, p: RunPlan) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
     try:
         # Removing the run's containers ends the agents now; the workers then return without journaling.
-        p.backend.sweep(p.run_id)
+        if p.runner is not None:
+            p.runner.sweep(p.run_id)
+        else:
+            p.backend.sweep(p.run_id)
     except SandboxError as exc:
         _log.error("run.sweep_failed", run=p.run_id, error=str(exc))

@@ -12,6 +12,7 @@ judge that cannot grade fails it, and no sample runs.
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from runner import __version__, log
+from runner.errors import SandboxError
 from runner.grading.grade import GradingContext
 from runner.grading.judge import Judge, LLMJudge
 from runner.grading.reference_judge import REFERENCE_ALIAS, ReferenceJudge
@@ -45,7 +47,7 @@ from runner.run.progress import Progress
 from runner.run.recordings import write_recordings
 from runner.run.scheduler import Outcome, RunPlan, execute
 from runner.run.spec import Digests, RunError, RunSpec
-from runner.sandbox.backend import Backend
+from runner.sandbox.backend import Backend, SampleSpec
 from runner.sandbox.trial import make_backend, resolve_image
 from runner.tasks.load import load_tasks
 from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth, task_set_digest
@@ -144,20 +146,32 @@ class Preflight(BaseModel):
         return lines + [d.summary_line() for d in self.judge_dry_runs]
 
 
-def resolve_models(spec: RunSpec) -> dict[str, str]:
+def resolve_models(spec: RunSpec, ray_address: str | None = None) -> dict[str, str]:
     """The model id the wire returns for the candidate and each LLM judge (none for ``ref``).
+
+    On the ``ray`` backend the candidate is probed on every sandbox node with the node's own key (the gateway that
+    spends it runs there, ``runner.cluster.probe``), the cluster at ``ray_address`` or ``RAY_ADDRESS``; the judges
+    are probed here, where they run.
 
     Raises:
         PreflightError: a key is missing, an alias is unknown, or a provider does not answer.
+        ClusterError: the ``ray`` backend's cluster is unreachable or has no sandbox node.
     """
     models = [a for a in spec.judges if not _is_reference(a)]
+    on_nodes = None
     if spec.candidate and spec.calibration is None:
-        models.insert(0, spec.candidate)
+        if spec.backend == "ray":
+            from runner.cluster.probe import probe_candidate
+
+            on_nodes = probe_candidate(ray_address or os.environ.get("RAY_ADDRESS"), spec.candidate)
+        else:
+            models.insert(0, spec.candidate)
+    resolved = {on_nodes.alias: on_nodes.returned_model or ""} if on_nodes is not None else {}
     if not models:
-        return {}
+        return resolved
     from runner.gateway.preflight import preflight
 
-    return {m.alias: m.returned_model or "" for m in preflight(models)}
+    return resolved | {m.alias: m.returned_model or "" for m in preflight(models)}
 
 
 def dry_run(judges: Sequence[Judge], planned: int, rubrics: RubricSet) -> list[JudgeDryRun]:
@@ -177,16 +191,20 @@ def dry_run(judges: Sequence[Judge], planned: int, rubrics: RubricSet) -> list[J
         )
 
 
-def run_preflight(spec: RunSpec, *, probe: bool = True, planned: int | None = None) -> Preflight:
+def run_preflight(
+    spec: RunSpec, *, probe: bool = True, planned: int | None = None, ray_address: str | None = None
+) -> Preflight:
     """Preflight of ``spec``: probe the models (unless ``probe`` is false), then dry-run the model judges.
 
     ``planned`` is the samples the run will grade (for the token projection); by default every sample of the spec.
+    ``ray_address``: the cluster whose nodes probe the candidate on the ``ray`` backend (see :func:`resolve_models`).
 
     Raises:
         PreflightError: a key is missing, an alias is unknown, or a provider does not answer.
         JudgeDryRunError: a judge failed its dry run.
+        ClusterError: the ``ray`` backend's cluster is unreachable or has no sandbox node.
     """
-    resolved = resolve_models(spec) if probe else {}
+    resolved = resolve_models(spec, ray_address) if probe else {}
     rubrics = load_rubrics()
     if planned is None:
         planned = len(spec.tasks if spec.tasks is not None else load_tasks(tasks_dir())) * spec.epochs
@@ -198,9 +216,11 @@ def run_preflight(spec: RunSpec, *, probe: bool = True, planned: int | None = No
 def image_ids(spec: RunSpec) -> dict[str, str]:
     """The engine's image id of the agent image, by resolved tag; empty for the local backend.
 
+    On the ``ray`` backend these are the driver's: every node must hold the same ids (``runner.cluster``).
+
     An image the engine does not have is left out: its samples fail as ``sandbox_error`` and say why.
     """
-    if spec.backend != "docker":
+    if spec.backend == "local":
         return {}
     import docker
 
@@ -233,14 +253,17 @@ def start_run(
     images: dict[str, str] | None = None,
     progress: Progress | None = None,
     preflight: Preflight | None = None,
+    ray_address: str | None = None,
 ) -> RunResult:
     """Run ``spec`` in a new folder (``runs/<run-id>/`` by default) and write its record.
 
     ``preflight`` is one the caller already ran; otherwise it runs here (models are probed only when no
-    ``gateway`` is given, the model judges are dry-run always).
+    ``gateway`` is given, the model judges are dry-run always). ``ray_address`` is the cluster of the ``ray``
+    backend (else ``RAY_ADDRESS``).
 
     Raises:
         RunError: the folder already holds a journal, or the filter names unknown tasks.
+        ClusterError: the ``ray`` backend's cluster is unreachable or refused a node.
         WorldError: the snapshot does not match its manifest.
         PreflightError, JudgeDryRunError: preflight failed; nothing was written.
     """
@@ -248,7 +271,7 @@ def start_run(
     folder = run_dir or Path("runs") / run_id
     if (folder / JOURNAL_NAME).exists():
         raise RunError(f"{folder} already holds a run; resume it with `ispm run --resume {folder}`")
-    checked = preflight or run_preflight(spec, probe=gateway is None)
+    checked = preflight or run_preflight(spec, probe=gateway is None, ray_address=ray_address)
     folder.mkdir(parents=True, exist_ok=True)
     rubrics = load_rubrics()
     started = RunStarted(
@@ -260,7 +283,7 @@ def start_run(
         resolved_models=checked.resolved_models,
         judge_dry_runs=checked.judge_dry_runs,
     )
-    return _go(folder, started, [], backend, gateway, progress, rubrics)
+    return _go(folder, started, [], backend, gateway, progress, rubrics, ray_address)
 
 
 def resume_run(
@@ -269,6 +292,7 @@ def resume_run(
     backend: Backend[Any] | None = None,
     gateway: Gateway | None = None,
     progress: Progress | None = None,
+    ray_address: str | None = None,
 ) -> RunResult:
     """Continue the run in ``run_dir`` with its own spec, skipping every sample already graded.
 
@@ -303,7 +327,7 @@ def resume_run(
             "judge_dry_runs": dry_runs,
         }
     )
-    return _go(run_dir, started, entries, backend, gateway, progress, rubrics)
+    return _go(run_dir, started, entries, backend, gateway, progress, rubrics, ray_address)
 
 
 def _timed_out(entries: list[Entry]) -> bool:
@@ -325,6 +349,7 @@ def _go(
     gateway: Gateway | None,
     progress: Progress | None,
     rubrics: RubricSet,
+    ray_address: str | None = None,
 ) -> RunResult:
     spec = started.spec
     log.configure(folder / LOG_NAME)
@@ -341,6 +366,8 @@ def _go(
     if spec.calibration == "replay":
         replay_dir = write_recordings([tasks[t] for t in wanted], truths, folder / REPLAY_DIR)
     finished, graded = done_pairs(entries)
+    if spec.backend == "ray":
+        return _go_on_cluster(folder, started, entries, progress, rubrics, ray_address, replay_dir)
     own_gateway = None
     if gateway is None and spec.candidate and spec.calibration is None:
         from runner.gateway.server import Gateway
@@ -375,6 +402,79 @@ def _go(
         if own_gateway is not None:
             own_gateway.close()
     return _finish(folder, outcome)
+
+
+def _go_on_cluster(
+    folder: Path,
+    started: RunStarted,
+    entries: list[Entry],
+    progress: Progress | None,
+    rubrics: RubricSet,
+    ray_address: str | None,
+    replay_dir: Path | None,
+) -> RunResult:
+    # The driver keeps the journal, grading, judges and record; the cluster's nodes run the samples, each with
+    # its own model gateway and keys, so no gateway runs here.
+    from runner.cluster.driver import RayRunner
+    from runner.cluster.model import NodeExpectations
+
+    spec = started.spec
+    expected = NodeExpectations(
+        runner_version=started.runner_version,
+        world_logical=started.digests.world_logical,
+        task_set=started.digests.task_set,
+        ground_truth=started.digests.ground_truth,
+        images=started.images,
+    )
+    address = ray_address or os.environ.get("RAY_ADDRESS")
+    needs_model = spec.candidate if spec.candidate and spec.calibration is None else None
+    cluster = RayRunner.connect(address, started.run_id, expected, candidate=needs_model)
+    tasks = {t.id: t for t in load_tasks(tasks_dir())}
+    wanted = spec.tasks if spec.tasks is not None else sorted(tasks)
+    finished, graded = done_pairs(entries)
+    try:
+        with Journal(folder / JOURNAL_NAME) as journal:
+            journal.append(started)
+            plan = RunPlan(
+                run_id=started.run_id,
+                spec=spec,
+                image=resolve_image(spec.agent_image),
+                tasks={t: tasks[t] for t in wanted},
+                truths=load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME).tasks,
+                backend=_NoBackend(),
+                judges=make_judges(spec.judges, rubrics),
+                world_file=world_dir() / SNAPSHOT_NAME,
+                journal=journal,
+                replay_dir=replay_dir,
+                finished=finished,
+                graded=graded,
+                runner=cluster,
+            )
+            outcome, used = execute(plan, used_s=started.used_s, progress=progress)
+            if outcome == "completed":
+                journal.append(RunFinished(used_s=round(used, 3)))
+    finally:
+        cluster.close()
+    return _finish(folder, outcome)
+
+
+class _NoBackend(Backend[Any]):
+    """The driver of a cluster run has no sandbox of its own: every phase is the nodes' (``plan.runner``)."""
+
+    name = "none"
+    isolates = True
+
+    def create(self, spec: SampleSpec) -> Any:
+        raise SandboxError("a cluster run's driver runs no sandbox", sample_id=spec.sample_id)
+
+    def run(self, handle: Any) -> Any:
+        raise SandboxError("a cluster run's driver runs no sandbox")
+
+    def collect(self, handle: Any, end: Any) -> Any:
+        raise SandboxError("a cluster run's driver runs no sandbox")
+
+    def remove(self, handle: Any) -> None:
+        raise SandboxError("a cluster run's driver runs no sandbox")
 
 
 def _finish(folder: Path, outcome: Outcome) -> RunResult:

@@ -1,0 +1,191 @@
+"""Benchmark: the ``ray`` backend against the local Docker backend, sample for sample, on this machine.
+
+The same gold replay samples run through ``DockerBackend`` threads and through ``RayRunner`` on a Ray cluster
+started here (a head with no sandbox unit and one or two worker nodes, all on the local Docker engine), the two
+measured in alternation, in rounds, so the machine's other load weighs on both alike. It prints:
+
+- per-sample latency as the driver sees it (submit to result, median) at concurrency 2 and 8, and the ratio of the
+  cluster's to the local backend's (the target is at most 1.3x);
+- throughput (samples/s) at concurrency 8 with one worker node and with two.
+
+Every node here shares one Docker engine and the same cores, so a second node adds sandbox units, not capacity:
+the figures measure what the cluster path costs, not how it scales across hosts. ``SAMPLES`` (default 16) is the
+samples per measurement. Takes about 4 minutes on a 2-core machine.
+
+Run: .venv/bin/python bench/ray.py
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from runner import __version__
+from runner.cluster.driver import RayRunner
+from runner.cluster.model import NodeExpectations
+from runner.contract import SampleOutput
+from runner.paths import tasks_dir
+from runner.run.recordings import write_recordings
+from runner.run.start import current_digests
+from runner.sandbox.backend import SampleSpec
+from runner.sandbox.docker import DockerBackend
+from runner.sandbox.trial import resolve_image
+from runner.tasks.load import load_tasks
+from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
+from runner.tasks.view import agent_files
+
+TASKS = ["ispm-001", "ispm-010", "ispm-030", "ispm-060", "ispm-090", "ispm-127", "ispm-002", "ispm-003"]
+CONCURRENCY = (2, 8)
+ROUNDS = 2
+
+
+Sampler = Callable[[SampleSpec], SampleOutput]
+
+
+def sample_specs(count: int, image: str, replay: Path, run_id: str) -> list[SampleSpec]:
+    """``count`` replay samples cycling over :data:`TASKS`, each its own epoch so sample ids never collide."""
+    tasks = {t.id: t for t in load_tasks(tasks_dir())}
+    return [
+        SampleSpec(
+            task_id=TASKS[i % len(TASKS)],
+            epoch=i + 1,
+            run_id=run_id,
+            image=image,
+            task_files=agent_files(tasks[TASKS[i % len(TASKS)]], time_limit_seconds=900),
+            replay_dir=replay,
+        )
+        for i in range(count)
+    ]
+
+
+class Figures:
+    """Per-sample latencies and throughputs of one way of running samples at one concurrency, over rounds."""
+
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.throughputs: list[float] = []
+
+    def latency(self) -> float:
+        """Median per-sample latency (seconds)."""
+        return statistics.median(self.latencies)
+
+    def throughput(self) -> float:
+        """Median samples per second over the rounds."""
+        return statistics.median(self.throughputs)
+
+
+def measure(run: Sampler, specs: list[SampleSpec], concurrency: int, into: Figures | None = None) -> None:
+    """Run ``specs`` ``concurrency`` at a time, adding each one's latency and the throughput to ``into``."""
+    latencies: list[float] = []
+
+    def one(spec: SampleSpec) -> None:
+        started = time.perf_counter()
+        output = run(spec)
+        latencies.append(time.perf_counter() - started)
+        if output.status != "ok":
+            raise SystemExit(f"{spec.sample_id}: {output.status}: {output.error}")
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(one, specs))
+    if into is not None:
+        into.latencies += latencies
+        into.throughputs.append(len(specs) / (time.perf_counter() - started))
+
+
+def start_cluster(workers: int, units: int) -> Any:
+    """A head with no sandbox unit and ``workers`` nodes of ``units`` units each, on this machine.
+
+    A node declares as many CPUs as units: Ray keeps that many idle worker processes alive, so a sample does not
+    pay for starting one (the samples' tasks themselves ask for no CPU).
+    """
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    for _ in range(workers):
+        cluster.add_node(num_cpus=units, resources={"ispm_sandbox": units})
+    cluster.wait_for_nodes()
+    return cluster
+
+
+def compare(
+    workers: int, expected: NodeExpectations, specs: list[SampleSpec], local: Sampler, concurrency: tuple[int, ...]
+) -> dict[int, tuple[Figures, Figures]]:
+    """(local, cluster) figures per concurrency on a fresh cluster of ``workers`` nodes, the two measured in
+    alternation so that the machine's other load weighs on both alike."""
+    top = max(concurrency)
+    cluster = start_cluster(workers, top // workers)
+    try:
+        with RayRunner.connect(cluster.address, "bench-ray", expected, candidate=None) as runner:
+
+            def remote(spec: SampleSpec) -> SampleOutput:
+                return runner.run_sample(spec, with_gateway=False).output
+
+            measure(remote, specs[: 2 * top], top)  # start and warm every worker process the nodes keep
+            figures = {c: (Figures(), Figures()) for c in concurrency}
+            for _ in range(ROUNDS):
+                for c in concurrency:
+                    measure(local, specs, c, figures[c][0])
+                    measure(remote, specs, c, figures[c][1])
+            return figures
+    finally:
+        cluster.shutdown()
+
+
+def main() -> None:
+    # Run as a script, this file's folder comes first on sys.path, and this file (ray.py) would shadow the ray
+    # package: every ray import is inside a function, so dropping the folder here is early enough.
+    folder = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != folder]
+    count = int(os.environ.get("SAMPLES", "16"))
+    image = resolve_image("replay")  # built by `make images`
+    import docker
+
+    client = docker.from_env()
+    image_id = str(client.images.get(image).id)
+    client.close()
+    digests = current_digests()
+    expected = NodeExpectations(
+        runner_version=__version__,
+        world_logical=digests.world_logical,
+        task_set=digests.task_set,
+        ground_truth=digests.ground_truth,
+        images={image: image_id},
+    )
+    tasks = {t.id: t for t in load_tasks(tasks_dir())}
+    truths = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME).tasks
+    with tempfile.TemporaryDirectory() as tmp:
+        replay = write_recordings([tasks[t] for t in TASKS], truths, Path(tmp) / "replay")
+        specs = sample_specs(count, image, replay, f"bench-ray-{secrets.token_hex(3)}")
+        backend = DockerBackend()
+        try:
+            measure(backend.run_sample, specs[:2], 2)  # warm the engine's caches
+            two = compare(2, expected, specs, backend.run_sample, CONCURRENCY)
+            one = compare(1, expected, specs, backend.run_sample, (max(CONCURRENCY),))
+        finally:
+            backend.close()
+    for c in CONCURRENCY:
+        here, there = two[c]
+        print(
+            f"concurrency {c}: per sample (median, submit to result) local docker {here.latency() * 1000:.0f} ms, "
+            f"ray on 2 workers {there.latency() * 1000:.0f} ms, ratio {there.latency() / here.latency():.2f}x; "
+            f"throughput {here.throughput():.2f} vs {there.throughput():.2f} samples/s"
+        )
+    c = max(CONCURRENCY)
+    print(
+        f"throughput at concurrency {c}: 1 worker node {one[c][1].throughput():.2f} samples/s (local docker alongside "
+        f"{one[c][0].throughput():.2f}), 2 worker nodes {two[c][1].throughput():.2f} samples/s (local docker alongside "
+        f"{two[c][0].throughput():.2f}); {count} samples x {ROUNDS} rounds each, one engine, {os.cpu_count()} cores"
+    )
+
+
+if __name__ == "__main__":
+    main()

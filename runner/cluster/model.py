@@ -1,0 +1,105 @@
+"""What crosses the wire between the driver and a node: expectations, a node's check, one sample's result.
+
+Nothing here holds a provider key: a node's gateway reads its keys from the node's own environment.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from runner.contract import SampleOutput
+from runner.errors import IspmError
+from runner.gateway.model import SampleUsage
+
+
+class ClusterError(IspmError):
+    """The cluster cannot run this run: unreachable, no sandbox node, or a node refused.
+
+    Attributes:
+        problems: every reason, one line each (a refused node names itself).
+    """
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        self.problems = problems or []
+        super().__init__(message + "".join(f"\n  - {p}" for p in self.problems))
+
+
+class NodeRefused(IspmError):
+    """A sample landed on a node that has not passed its checks for this run (it joined late, or was refused)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class NodeExpectations(_Model):
+    """What a node must match before it takes work: the driver's versions and digests and ``run_started``'s images."""
+
+    runner_version: str
+    """``ispm``'s version on the driver."""
+    world_logical: str
+    """The world snapshot's logical digest."""
+    task_set: str
+    """The task set's digest."""
+    ground_truth: str
+    """The published ground truth's digest."""
+    images: dict[str, str]
+    """Image id by tag, as ``run_started`` recorded them."""
+
+
+class NodeCheck(_Model):
+    """What a node found on itself."""
+
+    node: str
+    """The Ray node id."""
+    host: str
+    """The node's host name."""
+    runner_version: str
+    world_logical: str | None
+    """``None`` when the node's snapshot does not verify against its manifest."""
+    world_error: str | None = None
+    """Why the node's world did not verify."""
+    task_set: str | None
+    ground_truth: str | None
+    images: dict[str, str | None]
+    """The engine's image id by expected tag; ``None`` when the engine does not have the tag."""
+    gateway_error: str | None = None
+    """Why the node's model gateway could not start (a missing provider key, say); ``None`` when it started or
+    the run needs none."""
+
+    def refusals(self, expected: NodeExpectations) -> list[str]:
+        """Every way this node differs from ``expected``, except images it merely lacks (those are shipped)."""
+        where = f"node {self.node[:12]} ({self.host})"
+        found: list[str] = []
+        pairs = [
+            ("ispm version", self.runner_version, expected.runner_version),
+            ("world logical digest", self.world_logical, expected.world_logical),
+            ("task set digest", self.task_set, expected.task_set),
+            ("ground truth digest", self.ground_truth, expected.ground_truth),
+        ]
+        for what, mine, theirs in pairs:
+            if mine != theirs:
+                found.append(f"{where}: {what} is {mine}, the driver's is {theirs}")
+        if self.world_error:
+            found.append(f"{where}: its world does not verify: {self.world_error}")
+        for tag, want in expected.images.items():
+            have = self.images.get(tag)
+            if have is not None and have != want:
+                found.append(f"{where}: image {tag} is {have}, run_started recorded {want}; it is never rebuilt there")
+        if self.gateway_error:
+            found.append(f"{where}: its model gateway cannot start: {self.gateway_error}")
+        return found
+
+    def missing(self, expected: NodeExpectations) -> list[str]:
+        """The expected tags this node's engine does not have: the driver ships them."""
+        return [tag for tag in expected.images if self.images.get(tag) is None]
+
+
+class NodeResult(_Model):
+    """One sample's result as its node hands it back: the output, the gateway's usage and the node."""
+
+    output: SampleOutput
+    usage: SampleUsage | None
+    """The agent's usage as the node's gateway counted it; ``None`` when the sample had no gateway."""
+    node: str
+    """The Ray node id the sample ran on."""

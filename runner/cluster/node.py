@@ -1,0 +1,181 @@
+"""The per-node agent: one Ray actor per node and run, pinned to its node.
+
+It checks the node against the driver (``ispm`` version, world, tasks, images), loads images the driver ships,
+runs the node's model gateway with the node's own provider keys, links each sample to it with a per-sample token
+and Unix socket on this host, and sweeps this host's orphaned sandboxes. Sample tasks on the node find it by name
+(:func:`runner.cluster.agent_name`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from runner import __version__, log
+from runner.cluster.images import engine_image_ids, load_chunks
+from runner.cluster.model import NodeCheck, NodeExpectations
+from runner.errors import IspmError
+from runner.gateway.model import SampleUsage
+from runner.sandbox.backend import GATEWAY_SOCKET_NAME, SweepReport
+
+if TYPE_CHECKING:
+    from runner.gateway.server import Gateway
+
+_log = log.get(__name__)
+
+
+class NodeLink:
+    """Where a sample reaches its node's gateway: the socket's folder on this host, the token and the model."""
+
+    def __init__(self, folder: str, token: str, model: str) -> None:
+        """A link through ``folder``/gateway.sock with ``token`` to ``model``."""
+        self.folder = folder
+        self.token = token
+        self.model = model
+
+
+class NodeAgent:
+    """One node's part in one run. Thread-safe: Ray calls it from several threads (``max_concurrency``)."""
+
+    def __init__(self, candidate: str | None) -> None:
+        """Start the node's gateway for ``candidate`` (none for calibration runs), keys from this node's environment.
+
+        A gateway that cannot start does not fail the actor: :meth:`check` reports it, and the driver refuses the
+        node with the reason.
+        """
+        import ray
+
+        self.node = str(ray.get_runtime_context().get_node_id())
+        self.accepted = False
+        self.gateway: Gateway | None = None
+        self.gateway_error: str | None = None
+        self._folders: dict[str, Path] = {}
+        self._lock = threading.Lock()
+        if candidate is not None:
+            from runner.gateway.server import Gateway
+
+            try:
+                self.gateway = Gateway(candidate)
+            except IspmError as exc:
+                self.gateway_error = str(exc)
+
+    # -- checks and images ---------------------------------------------------------------------------------
+
+    def check(self, expected: NodeExpectations) -> NodeCheck:
+        """What this node has, against ``expected``; sweeps this host's orphans first. Accepts the node when
+        nothing differs and nothing is missing."""
+        from runner.run.start import current_digests
+
+        self.sweep(None, orphans_only=True)
+        world_logical: str | None = None
+        world_error: str | None = None
+        task_set = ground_truth = None
+        try:
+            digests = current_digests()
+            world_logical, task_set, ground_truth = digests.world_logical, digests.task_set, digests.ground_truth
+        except IspmError as exc:
+            world_error = str(exc)
+        with _engine() as client:
+            images = engine_image_ids(client, expected.images)
+        found = NodeCheck(
+            node=self.node,
+            host=socket.gethostname(),
+            runner_version=__version__,
+            world_logical=world_logical,
+            world_error=world_error,
+            task_set=task_set,
+            ground_truth=ground_truth,
+            images=images,
+            gateway_error=self.gateway_error,
+        )
+        self.accepted = not found.refusals(expected) and not found.missing(expected)
+        _log.info("cluster.node_checked", node=self.node, accepted=self.accepted)
+        return found
+
+    def load_image(self, chunks: list[Any]) -> None:
+        """``docker load`` the stream whose pieces are the object refs ``chunks``, fetched one at a time.
+
+        Raises:
+            SandboxError: the engine refused the stream.
+        """
+        import ray
+
+        with _engine() as client:
+            load_chunks(client, (ray.get(ref) for ref in chunks))
+
+    def is_accepted(self) -> bool:
+        """Whether this node passed its last :meth:`check`."""
+        return self.accepted
+
+    # -- the gateway -----------------------------------------------------------------------------------------
+
+    def open_link(self, sample_id: str) -> NodeLink:
+        """A per-sample Unix socket on this host, bound to ``sample_id``, and a fresh token for it.
+
+        Raises:
+            GatewayError: the node has no gateway, the socket cannot be bound, or the sample holds a live token.
+        """
+        from runner.errors import GatewayError
+
+        if self.gateway is None:
+            raise GatewayError(f"node {self.node[:12]} has no model gateway: {self.gateway_error or 'none asked for'}")
+        folder = Path(tempfile.mkdtemp(prefix="ispm-gw-"))
+        # The container's keeper (uid 65534) must traverse it; the socket is 0666 and the token guards it.
+        folder.chmod(0o755)
+        try:
+            self.gateway.listen_unix(folder / GATEWAY_SOCKET_NAME, sample_id=sample_id)
+            token = self.gateway.issue_token(sample_id)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        with self._lock:
+            self._folders[sample_id] = folder
+        return NodeLink(str(folder), token, self.gateway.model)
+
+    def close_link(self, sample_id: str) -> SampleUsage:
+        """Revoke the sample's token (waiting for its requests in flight), remove its socket, return its usage."""
+        assert self.gateway is not None  # open_link refused otherwise
+        try:
+            self.gateway.revoke(sample_id)
+        finally:
+            with self._lock:
+                folder = self._folders.pop(sample_id, None)
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+        return self.gateway.usage(sample_id)
+
+    # -- sweeping --------------------------------------------------------------------------------------------
+
+    def sweep(self, run_id: str | None, *, orphans_only: bool) -> SweepReport:
+        """Remove sandbox resources on this node's engine: ``run_id``'s (or every run's), only those whose owner
+        process is dead on this host if ``orphans_only`` (owners on other hosts are never touched)."""
+        from runner.sandbox.docker import sweep
+
+        with _engine() as client:
+            report = sweep(client, run_id, orphans_only=orphans_only)
+        if report.containers or report.failures:
+            _log.info("cluster.node_swept", node=self.node, containers=report.containers, failures=report.failures)
+        return report
+
+    def close(self) -> None:
+        """Stop the gateway's listeners and provider connections."""
+        if self.gateway is not None:
+            self.gateway.close()
+
+
+@contextmanager
+def _engine() -> Iterator[Any]:
+    """A Docker client for one call, closed after."""
+    from runner.sandbox.docker import connect
+
+    client = connect()
+    try:
+        yield client
+    finally:
+        client.close()

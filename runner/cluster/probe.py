@@ -1,0 +1,74 @@
+"""Preflight of the candidate on the cluster: each sandbox node probes it once with its own provider key.
+
+On the ``ray`` backend the candidate's key lives on the nodes, whose gateways spend it; the driver may not hold it
+at all. So the candidate is probed where it will be used, on every node, and the nodes must agree on the model id
+the provider returns. The judges run on the driver and are probed there as always.
+"""
+
+from __future__ import annotations
+
+from runner.cluster import SANDBOX_RESOURCE
+from runner.cluster.model import ClusterError
+from runner.gateway.preflight import PreflightError, ResolvedModel
+
+_PROBE_SHARE = 0.001
+"""The slice of an ``ispm_sandbox`` unit a probe asks for: enough to land only on a sandbox node."""
+
+
+def probe_here(candidate: str) -> ResolvedModel:
+    """Probe ``candidate`` from this node with this node's key (runs as a Ray task).
+
+    Raises:
+        PreflightError: the node has no key for it, or the provider does not answer.
+    """
+    from runner.gateway.preflight import preflight
+
+    (resolved,) = preflight([candidate])
+    return resolved
+
+
+def probe_candidate(address: str | None, candidate: str) -> ResolvedModel:
+    """Probe ``candidate`` on every sandbox node of the cluster at ``address``; the nodes' common answer.
+
+    Raises:
+        ClusterError: no address, the cluster is unreachable, or it has no sandbox node.
+        PreflightError: a node's probe failed (the node named), or the nodes' providers returned different model ids.
+    """
+    try:
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    except ImportError as exc:
+        raise ClusterError("the ray backend needs Ray: pip install 'ispm-enterprise-sql[cluster]'") from exc
+    from runner.cluster.driver import connected, sandbox_nodes
+
+    with connected(address):
+        nodes = sandbox_nodes()
+        if not nodes:
+            raise ClusterError(f"no node of the cluster advertises {SANDBOX_RESOURCE} (ray start --resources ...)")
+        task = ray.remote(probe_here)
+        refs = {
+            n: task.options(
+                num_cpus=0,
+                resources={SANDBOX_RESOURCE: _PROBE_SHARE},
+                max_retries=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False),
+            ).remote(candidate)
+            for n in nodes
+        }
+        answers: dict[str, ResolvedModel] = {}
+        problems: list[str] = []
+        for node, ref in refs.items():
+            try:
+                answers[node] = ray.get(ref)
+            except ray.exceptions.RayTaskError as exc:
+                cause = exc.cause if isinstance(exc.cause, PreflightError) else None
+                reasons = cause.problems if cause is not None else [str(exc).splitlines()[0]]
+                problems += [f"node {node[:12]}: {r}" for r in reasons]
+    if problems:
+        raise PreflightError(problems)
+    returned = {a.returned_model for a in answers.values()}
+    if len(returned) != 1:
+        raise PreflightError(
+            [f"the nodes' providers returned different models for {candidate}: {sorted(map(str, returned))}"]
+        )
+    return next(iter(answers.values()))

@@ -1,0 +1,112 @@
+"""The Ray task that runs one sample on the node it lands on, with today's ``DockerBackend`` and its lockdown.
+
+It is a streaming generator: it yields its node id first, so the driver knows where an attempt ran even when
+the node dies before the result, and then the :class:`~runner.cluster.model.NodeResult`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import SecretStr
+
+from runner.cluster import NAMESPACE, agent_name
+from runner.cluster.model import NodeRefused, NodeResult
+from runner.paths import world_dir
+from runner.sandbox.backend import SampleSpec
+from runner.world import DOCS_DIR, SNAPSHOT_NAME
+
+if TYPE_CHECKING:
+    from runner.sandbox.docker import DockerBackend
+
+_backend: DockerBackend | None = None
+_agents: dict[str, Any] = {}
+"""This node's accepted agent, by run attempt."""
+
+
+def _docker() -> DockerBackend:
+    # One engine connection per Ray worker process, reused by the samples it runs one after another.
+    global _backend
+    if _backend is None:
+        from runner.sandbox.docker import DockerBackend
+
+        # The node's agent swept this host's orphans when it was checked.
+        _backend = DockerBackend(sweep_on_start=False)
+    return _backend
+
+
+def _accepted_agent(attempt: str, node: str) -> Any:
+    # A worker process runs many samples of a run: it asks the cluster for its node's agent once, and an accepted
+    # node stays accepted for the attempt's life.
+    import ray
+
+    agent = _agents.get(attempt)
+    if agent is not None:
+        return agent
+    try:
+        agent = ray.get_actor(agent_name(attempt, node), namespace=NAMESPACE)
+    except ValueError as exc:
+        raise NodeRefused(f"node {node[:12]} was not checked for run {attempt}") from exc
+    if not ray.get(agent.is_accepted.remote()):
+        raise NodeRefused(f"node {node[:12]} did not pass its checks for run {attempt}")
+    _agents[attempt] = agent
+    return agent
+
+
+def write_replay(folder: Path, recordings: dict[str, str]) -> Path:
+    """Write the shipped gold recordings (file name → text) into ``folder``, readable by the agent's uid."""
+    folder.chmod(0o755)
+    for name, text in recordings.items():
+        path = folder / Path(name).name
+        path.write_text(text, encoding="utf-8")
+        path.chmod(0o644)
+    return folder
+
+
+def run_on_node(
+    attempt: str, spec: SampleSpec, with_gateway: bool, recordings: dict[str, str] | None
+) -> Iterator[str | NodeResult]:
+    """Yield this node's id, then run ``spec`` here and yield its result.
+
+    The world and docs mounted are this node's own (checked against the driver's digests); ``recordings`` are the
+    replay agent's gold recordings for this sample, written to a scratch folder on this host.
+
+    Raises:
+        NodeRefused: this node has no checked agent for the run attempt ``attempt`` (it joined late or was
+            refused).
+        GatewayError: the node's gateway could not link the sample.
+    """
+    import ray
+
+    node = str(ray.get_runtime_context().get_node_id())
+    yield node
+    agent = _accepted_agent(attempt, node)
+    here = spec.model_copy(update={"world_file": world_dir() / SNAPSHOT_NAME, "docs_dir": world_dir() / DOCS_DIR})
+    scratch = Path(tempfile.mkdtemp(prefix="ispm-replay-")) if recordings is not None else None
+    try:
+        if scratch is not None and recordings is not None:
+            here = here.model_copy(update={"replay_dir": write_replay(scratch, recordings)})
+        if not with_gateway:
+            yield NodeResult(output=_docker().run_sample(here), usage=None, node=node)
+            return
+        link = ray.get(agent.open_link.remote(spec.sample_id))
+        try:
+            linked = here.model_copy(
+                update={
+                    "gateway_socket_dir": Path(link.folder),
+                    "gateway_token": SecretStr(link.token),
+                    "gateway_model": link.model,
+                }
+            )
+            output = _docker().run_sample(linked)
+        finally:
+            # Read after the link closed: revoking the token waits for the sample's requests in flight.
+            usage = ray.get(agent.close_link.remote(spec.sample_id))
+        yield NodeResult(output=output, usage=usage, node=node)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)

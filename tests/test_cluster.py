@@ -1,0 +1,392 @@
+"""The ``ray`` backend on a real Ray cluster: a head and two worker nodes started on this machine from the wheel.
+
+Every node shares the local Docker engine, as nodes on one host would. The head advertises no ``ispm_sandbox``
+unit, so every sample lands on a worker. Gold calibration runs all 127 tasks (about a minute here); the null agent and
+the fault tests run a six-task subset, to spare two shared cores.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_provider import FakeProvider, Reply, openai_completion
+
+from runner import __version__
+from runner.cluster.driver import RayRunner, stage_image
+from runner.cluster.images import engine_image_ids
+from runner.cluster.model import ClusterError, NodeExpectations
+from runner.gateway.preflight import PreflightError, preflight
+from runner.paths import tasks_dir
+from runner.run.calibration import calibration_spec
+from runner.run.journal import JOURNAL_NAME, SampleFinished, SampleGraded, read_entries
+from runner.run.spec import RunSpec
+from runner.run.start import RunResult, current_digests, image_ids, resume_run, start_run
+from runner.sandbox.backend import SampleSpec
+from runner.sandbox.trial import resolve_image
+from runner.tasks.load import load_tasks
+from runner.tasks.view import agent_files
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+SUBSET = ["ispm-001", "ispm-010", "ispm-030", "ispm-060", "ispm-090", "ispm-127"]
+UNITS = 2
+CANDIDATE_KEY = "sk-cluster-candidate-5e1d"
+SQL = "SELECT status, count(*) AS n FROM okta_users GROUP BY status ORDER BY status"
+ANSWER = {
+    "response": "Scripted: the investigation counted Okta users by status.",
+    "verdict": None,
+    "evidence": [{"vendor": "okta", "kind": "account", "identifier": "00u-scripted", "fact": "It is scripted."}],
+    "queries": [SQL],
+}
+AGENT_STEPS = [(101, 11, 0), (202, 22, 50), (303, 33, 0)]
+
+
+class Nodes:
+    """The cluster and the fake candidate provider whose key and address only the nodes' environment holds."""
+
+    def __init__(self, cluster: Any, workers: list[Any], provider: FakeProvider) -> None:
+        self.cluster = cluster
+        self.workers = workers
+        self.provider = provider
+
+    @property
+    def address(self) -> str:
+        return str(self.cluster.address)
+
+    def worker_ids(self) -> set[str]:
+        return {str(w.node_id) for w in self.workers}
+
+
+@pytest.fixture(scope="module")
+def nodes() -> Iterator[Nodes]:
+    from ray.cluster_utils import Cluster
+
+    with FakeProvider() as provider:
+        # Nodes take their environment from the process that starts them: here, the candidate's key and address.
+        saved = {k: os.environ.get(k) for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY")}
+        os.environ.update({"OPENAI_API_KEY": CANDIDATE_KEY, "OPENAI_BASE_URL": provider.openai_base})
+        os.environ.pop("ANTHROPIC_API_KEY", None)
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+        try:
+            workers = [cluster.add_node(num_cpus=UNITS, resources={"ispm_sandbox": UNITS}) for _ in range(2)]
+            cluster.wait_for_nodes()
+            yield Nodes(cluster, workers, provider)
+        finally:
+            import ray
+
+            ray.shutdown()  # a test that failed mid-run may leave this process attached
+            cluster.shutdown()
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+def _containers_of(run_id: str) -> list[str]:
+    import docker
+
+    client = docker.from_env()
+    try:
+        return [c["Id"] for c in client.api.containers(all=True, filters={"label": f"ispm.run={run_id}"})]
+    finally:
+        client.close()
+
+
+def _graded(run_dir: Path) -> list[tuple[str, int]]:
+    return [(e.task_id, e.epoch) for e in read_entries(run_dir / JOURNAL_NAME) if isinstance(e, SampleGraded)]
+
+
+def _expectations(images: dict[str, str]) -> NodeExpectations:
+    digests = current_digests()
+    return NodeExpectations(
+        runner_version=__version__,
+        world_logical=digests.world_logical,
+        task_set=digests.task_set,
+        ground_truth=digests.ground_truth,
+        images=images,
+    )
+
+
+def _calibration(nodes: Nodes, run_dir: Path, agent: str = "replay", tasks: list[str] | None = SUBSET) -> RunResult:
+    spec = calibration_spec(agent, epochs=1, concurrency=2 * UNITS, tasks=tasks, backend="ray")  # type: ignore[arg-type]
+    return start_run(spec, run_dir, ray_address=nodes.address)
+
+
+@pytest.mark.parametrize(("agent", "tasks", "expected"), [("replay", None, 1.0), ("null", SUBSET, 0.0)])
+def test_calibration_across_the_cluster_scores_as_on_one_machine_on_both_workers(
+    nodes: Nodes, tmp_path: Path, agent: str, tasks: list[str] | None, expected: float
+) -> None:
+    result = _calibration(nodes, tmp_path / "run", agent, tasks)
+    record = result.record
+    planned = tasks or sorted(t.id for t in load_tasks(tasks_dir()))
+    assert record.status == "completed" and record.spec.backend == "ray" and record.calibration == agent
+    assert record.scores is not None
+    assert record.scores.dimensions["answer_correctness"].mean == expected
+    assert sum(record.failures.values()) == 0
+    assert sorted(_graded(tmp_path / "run")) == [(t, 1) for t in sorted(planned)]
+    # Every sample names its node, and both workers ran some; the head advertises no sandbox unit.
+    assert {s.node for s in record.samples} == nodes.worker_ids()
+    assert all(s.attempts == [] for s in record.samples)
+    assert _containers_of(record.run_id) == []
+
+
+def test_a_node_whose_image_id_differs_is_refused(nodes: Nodes) -> None:
+    tag = resolve_image("replay")
+    (real,) = image_ids(calibration_spec("replay", tasks=SUBSET)).values()
+    expected = _expectations({tag: "sha256:" + "0" * 64})
+    with pytest.raises(ClusterError, match="a cluster node was refused") as caught:
+        RayRunner.connect(nodes.address, "refused", expected, candidate=None)
+    assert sorted(caught.value.problems) == sorted(
+        f"node {n[:12]} ({os.uname().nodename}): image {tag} is {real}, run_started recorded sha256:{'0' * 64}; "
+        "it is never rebuilt there"
+        for n in nodes.worker_ids()
+    )
+
+
+def test_a_model_run_on_the_cluster_counts_tokens_as_on_one_machine(nodes: Nodes, tmp_path: Path) -> None:
+    calls = [
+        {"id": "c1", "type": "function", "function": {"name": "list_tables", "arguments": "{}"}},
+        {"id": "c2", "type": "function", "function": {"name": "run_sql", "arguments": json.dumps({"sql": SQL})}},
+        {"id": "c3", "type": "function", "function": {"name": "submit_answer", "arguments": json.dumps(ANSWER)}},
+    ]
+    # Preflight: each worker probes the candidate once, with its own key.
+    nodes.provider.push(*[Reply(body=openai_completion("ok", model="cand-2026-11-01")) for _ in nodes.workers])
+    for (prompt, completion, cached), call in zip(AGENT_STEPS, calls, strict=True):
+        body = openai_completion(
+            None, prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached, tool_calls=[call]
+        )
+        nodes.provider.push(Reply(body=body))
+    spec = RunSpec(
+        agent_image="reference",
+        candidate="openai/cand",
+        judges=("ref#1", "ref#2"),
+        epochs=1,
+        concurrency=1,
+        tasks=["ispm-001"],
+        backend="ray",
+    )
+    # The driver holds no key: the gateway that spends it runs on the node, from the node's environment.
+    saved = os.environ.pop("OPENAI_API_KEY")
+    try:
+        result = start_run(spec, tmp_path / "run", ray_address=nodes.address)
+    finally:
+        os.environ["OPENAI_API_KEY"] = saved
+    assert result.record.resolved_models == {"openai/cand": "cand-2026-11-01"}
+    (sample,) = result.record.samples
+    assert sample.status == "ok", sample.error
+    assert sample.node in nodes.worker_ids()
+    assert sample.agent is not None
+    assert (
+        sample.agent.requests,
+        sample.agent.input_tokens,
+        sample.agent.output_tokens,
+        sample.agent.cached_tokens,
+    ) == (
+        3,
+        sum(p for p, _, _ in AGENT_STEPS),
+        sum(c for _, c, _ in AGENT_STEPS),
+        50,
+    )
+    assert [(c.api, c.outcome, c.input_tokens, c.output_tokens) for c in sample.agent_calls] == [
+        ("chat", "ok", p, c) for p, c, _ in AGENT_STEPS
+    ]
+    assert result.record.agent_tokens == sample.agent
+    assert {s.headers.get("authorization") for s in nodes.provider.seen} == {f"Bearer {CANDIDATE_KEY}"}
+    for path in (tmp_path / "run").rglob("*"):
+        if path.is_file():
+            assert CANDIDATE_KEY.encode() not in path.read_bytes(), path
+
+
+def test_a_node_without_the_candidates_key_fails_preflight_naming_itself(nodes: Nodes, tmp_path: Path) -> None:
+    spec = RunSpec(agent_image="reference", candidate="anthropic/cand", judges=("ref#1", "ref#2"), backend="ray")
+    with pytest.raises(PreflightError) as caught:
+        start_run(spec, tmp_path / "run", ray_address=nodes.address)
+    with pytest.raises(PreflightError) as here:
+        preflight(["anthropic/cand"])  # this process lacks the key as the nodes do: the same words
+    (missing,) = here.value.problems
+    assert "ANTHROPIC_API_KEY" in missing
+    assert sorted(caught.value.problems) == sorted(f"node {n[:12]}: {missing}" for n in nodes.worker_ids())
+    assert not (tmp_path / "run" / JOURNAL_NAME).exists()
+
+
+def test_the_sample_limit_holds_on_the_node(nodes: Nodes) -> None:
+    task = next(t for t in load_tasks(tasks_dir()) if t.id == "ispm-001")
+    spec = SampleSpec(
+        task_id=task.id,
+        run_id=f"limit-{secrets.token_hex(3)}",
+        image=resolve_image("null"),
+        command=["sleep", "60"],
+        task_files=agent_files(task),
+        time_limit_s=2.0,
+    )
+    with RayRunner.connect(nodes.address, spec.run_id, _expectations({}), candidate=None) as cluster:
+        started = time.monotonic()
+        ran = cluster.run_sample(spec, with_gateway=False)
+        took = time.monotonic() - started
+    assert ran.output.status == "timeout" and ran.node in nodes.worker_ids() and ran.attempts == ()
+    assert 2.0 <= ran.output.timings.agent < 10.0 and took < 30.0
+    assert _containers_of(spec.run_id) == []
+
+
+def _tiny_image(client: Any, tag: str) -> str:
+    # A one-file image made on the spot: shipping is about the stream, not the size.
+    payload = io.BytesIO()
+    with tarfile.open(fileobj=payload, mode="w") as tar:
+        body = b"shipped\n" * 1000
+        info = tarfile.TarInfo("hello.txt")
+        info.size = len(body)
+        tar.addfile(info, io.BytesIO(body))
+    repository, _, version = tag.partition(":")
+    client.api.import_image_from_data(payload.getvalue(), repository=repository, tag=version)
+    return str(client.images.get(tag).id)
+
+
+def test_an_image_ships_through_the_object_store_in_chunks_and_loads_on_a_node(nodes: Nodes) -> None:
+    import docker
+    import ray
+
+    tag = f"ispm-test/shipped:{secrets.token_hex(4)}"
+    client = docker.from_env()
+    expected = _expectations({})
+    try:
+        image_id = _tiny_image(client, tag)
+        with RayRunner.connect(nodes.address, "ship", expected, candidate=None) as cluster:
+            chunks = stage_image(client, tag, chunk_bytes=4096)
+            assert len(chunks) > 2
+            client.images.remove(tag)
+            assert engine_image_ids(client, [tag]) == {tag: None}
+            node = sorted(cluster.agents)[0]
+            ray.get(cluster.agents[node].load_image.remote(chunks))
+        assert engine_image_ids(client, [tag]) == {tag: image_id}
+    finally:
+        with contextlib.suppress(docker.errors.ImageNotFound):
+            client.images.remove(tag)
+        client.close()
+
+
+def test_a_driver_killed_with_kill_9_resumes_on_the_cluster(nodes: Nodes, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    script = (
+        "import sys; from pathlib import Path; from runner.run.calibration import calibration_spec; "
+        "from runner.run.start import start_run; "
+        "spec = calibration_spec('replay', epochs=1, concurrency=4, tasks=sys.argv[3:], backend='ray'); "
+        "start_run(spec, Path(sys.argv[1]), ray_address=sys.argv[2])"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, str(run_dir), nodes.address, *SUBSET],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    journal = run_dir / JOURNAL_NAME
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and child.poll() is None:
+        if journal.exists() and journal.read_bytes().count(b'"sample_graded"') >= 2:
+            break
+        time.sleep(0.05)
+    child.kill()  # SIGKILL: no cleanup of any kind
+    child.wait()
+    done_before = set(_graded(run_dir))
+    assert 2 <= len(done_before) < len(SUBSET)
+    result = resume_run(run_dir, ray_address=nodes.address)
+    assert result.outcome == "completed"
+    graded = _graded(run_dir)
+    assert sorted(graded) == sorted(set(graded)) == [(t, 1) for t in SUBSET]
+    # Nothing finished was redone: the resume collected only what the killed driver had not.
+    finished = [e for e in read_entries(journal) if isinstance(e, SampleFinished)]
+    assert len(finished) == len({(e.output.task_id, e.output.epoch) for e in finished})
+    assert result.record.scores is not None
+    assert result.record.scores.dimensions["answer_correctness"].mean == 1.0
+    assert _containers_of(result.record.run_id) == []
+
+
+def _raylet_pid(node: Any) -> int:
+    return int(node.all_processes["raylet"][0].process.pid)
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _running_on(run_id: str, raylets: dict[int, Any]) -> tuple[Any, int] | None:
+    # A sample's container is labelled with the Ray worker process that made it; its parent is its node's raylet.
+    # One listing call: a container may be removed between a listing and a per-container inspect.
+    import docker
+
+    client = docker.from_env()
+    try:
+        running = client.api.containers(filters={"label": f"ispm.run={run_id}", "status": "running"})
+    finally:
+        client.close()
+    for container in running:
+        owner = (container.get("Labels") or {}).get("ispm.owner", "")
+        pid = owner.split(":")[1] if owner.count(":") == 2 else ""
+        parent = _parent(int(pid)) if pid.isdigit() else None
+        if parent in raylets:
+            return raylets[parent], int(pid)
+    return None
+
+
+def _drivers_node() -> str | None:
+    # On one machine the driver attaches to any local raylet (Ray prefers the head's); that node must not be killed.
+    import ray
+
+    node = ray._private.worker.global_worker.node
+    return None if node is None else str(node._raylet_socket_name)
+
+
+def test_a_worker_killed_mid_run_loses_nothing_and_leaves_no_container(nodes: Nodes, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    found: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: found.setdefault("result", _calibration(nodes, run_dir)))
+    thread.start()
+    try:
+        running = None
+        deadline = time.monotonic() + 120
+        while running is None and time.monotonic() < deadline and thread.is_alive():
+            entries = read_entries(run_dir / JOURNAL_NAME) if (run_dir / JOURNAL_NAME).exists() else []
+            if entries:
+                driver = _drivers_node()
+                raylets = {_raylet_pid(w): w for w in nodes.workers if w._raylet_socket_name != driver}
+                running = _running_on(entries[0].run_id, raylets)  # type: ignore[union-attr]
+            time.sleep(0.02)
+        assert running is not None, "no sample was seen running on a worker"
+        victim, worker_pid = running
+        victim_id = str(victim.node_id)
+        # A machine that dies takes every process with it at once: the worker mid-sample first, then the node.
+        os.kill(worker_pid, signal.SIGKILL)
+        nodes.cluster.remove_node(victim, allow_graceful=False)
+        nodes.workers.remove(victim)
+    finally:
+        thread.join(timeout=600)
+    result: RunResult = found["result"]
+    record = result.record
+    assert record.status == "completed"
+    assert record.scores is not None and record.scores.dimensions["answer_correctness"].mean == 1.0
+    graded = _graded(run_dir)
+    assert sorted(graded) == sorted(set(graded)) == [(t, 1) for t in SUBSET]
+    finished = [e for e in read_entries(run_dir / JOURNAL_NAME) if isinstance(e, SampleFinished)]
+    assert len(finished) == len(SUBSET)
+    lost = [(s.task_id, a.node, a.outcome) for s in record.samples for a in s.attempts]
+    assert lost and {(node, outcome) for _, node, outcome in lost} == {(victim_id, "lost")}
+    # A sample whose attempt was lost ran again on the surviving worker.
+    survivors = {str(w.node_id) for w in nodes.workers}
+    assert all(s.node in survivors for s in record.samples if s.attempts)
+    assert _containers_of(record.run_id) == []
