@@ -222,17 +222,11 @@ def image_ids(spec: RunSpec) -> dict[str, str]:
     """
     if spec.backend == "local":
         return {}
-    import docker
+    from runner.sandbox.images import engine_image_id
 
     tag = resolve_image(spec.agent_image)
-    try:
-        client = docker.from_env()
-        try:
-            return {tag: str(client.images.get(tag).id)}
-        finally:
-            client.close()
-    except docker.errors.DockerException:
-        return {}
+    found = engine_image_id(tag)
+    return {tag: found} if found is not None else {}
 
 
 def _is_reference(alias: str) -> bool:

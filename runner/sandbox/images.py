@@ -565,6 +565,18 @@ def ensure_images(client: Any | None = None, sources: list[Path] | None = None) 
     return refs
 
 
+def engine_image_id(tag: str) -> str | None:
+    """The engine's id of the image ``tag``, or None when the engine is unreachable or lacks it."""
+    try:
+        client = docker.from_env()
+        try:
+            return str(client.images.get(tag).id)
+        finally:
+            client.close()
+    except docker.errors.DockerException:
+        return None
+
+
 def load_record() -> dict[str, ImageRef]:
     """The references last written by ``ensure_images`` (empty if it never ran here)."""
     path = record_path()
