@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 import yaml
+from test_report_browser import browser
+
+__all__ = ["browser"]  # the report tests' headless chromium fixture, shared
 
 ISPM = str(Path(sys.executable).with_name("ispm"))
 
 PG_BIN = Path("/usr/lib/postgresql")
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
 
 def free_port() -> int:
@@ -120,29 +120,3 @@ def postgres_cluster() -> Iterator[str]:
     finally:
         as_postgres(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
         shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
-        pytest.fail("Debian's chromium and chromium-driver are not installed: run `make browser`")
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1400,1000",
-    ):
-        options.add_argument(flag)
-    # An explicit driver path: selenium-manager (which would download one) never runs.
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(30)
-    try:
-        yield driver
-    finally:
-        driver.quit()

@@ -99,6 +99,16 @@ def assert_usage_is_what_the_provider_reported(usage: SampleUsage, fake: FakePro
     assert usage.errors == [] and usage.refused == 0 and usage.in_flight == 0
 
 
+def assert_the_investigation_succeeded(
+    out: SampleOutput, usage: SampleUsage, fake: FakeProvider, world_db: sqlite3.Connection
+) -> None:
+    """The sample is ok, its answer is the scripted one, its SQL is logged, and every token is accounted for."""
+    assert out.status == "ok", (out.error, out.stderr_tail)
+    assert out.answer == Answer.model_validate(ANSWER)
+    assert_sql_logged(out, world_db)
+    assert_usage_is_what_the_provider_reported(usage, fake)
+
+
 def assert_sql_logged(out: SampleOutput, world_db: sqlite3.Connection) -> None:
     entry = next(q for q in out.queries if q.sql == SQL)
     assert entry.error is None and entry.row_count == len(world_db.execute(SQL).fetchall())
@@ -165,10 +175,7 @@ def test_claude_code_completes_a_scripted_investigation(
         spec = make_spec(task, refs["agent-claude-code"].tag, "claude-scripted-1")
         out, usage = run_with_gateway(docker_backend, gateway, spec)
 
-    assert out.status == "ok", (out.error, out.stderr_tail)
-    assert out.answer == Answer.model_validate(ANSWER)
-    assert_sql_logged(out, world_db)
-    assert_usage_is_what_the_provider_reported(usage, fake)
+    assert_the_investigation_succeeded(out, usage, fake, world_db)
 
     # Claude Code's own requests, as docs/agents.md describes them.
     loop = main_loop(fake)
@@ -241,10 +248,7 @@ def test_openai_agents_completes_a_scripted_investigation(
         spec = make_spec(task, refs["agent-openai-agents"].tag, "gpt-scripted-1")
         out, usage = run_with_gateway(docker_backend, gateway, spec)
 
-    assert out.status == "ok", (out.error, out.stderr_tail)
-    assert out.answer == Answer.model_validate(ANSWER)
-    assert_sql_logged(out, world_db)
-    assert_usage_is_what_the_provider_reported(usage, fake)
+    assert_the_investigation_succeeded(out, usage, fake, world_db)
     assert usage.requests == 2  # submit_answer ends the run: no request after it
 
     for seen in fake.seen:
@@ -282,10 +286,7 @@ def test_claude_code_runs_on_an_openai_candidate(
     with Gateway("openai/gpt-scripted-1", settings=SETTINGS) as gateway:
         spec = make_spec(task, refs["agent-claude-code"].tag, "claude-opus-5-5")
         out, usage = run_with_gateway(docker_backend, gateway, spec)
-    assert out.status == "ok", (out.error, out.stderr_tail)
-    assert out.answer == Answer.model_validate(ANSWER)
-    assert_sql_logged(out, world_db)
-    assert_usage_is_what_the_provider_reported(usage, fake)
+    assert_the_investigation_succeeded(out, usage, fake, world_db)
     assert len(main_loop(fake)) == 3
     for seen in fake.seen:
         assert (seen.method, seen.path) == ("POST", "/v1/chat/completions")
@@ -315,10 +316,7 @@ def test_openai_agents_runs_on_an_anthropic_candidate(
         spec = make_spec(task, refs["agent-openai-agents"].tag, "gpt-5")
         out, usage = run_with_gateway(docker_backend, gateway, spec)
 
-    assert out.status == "ok", (out.error, out.stderr_tail)
-    assert out.answer == Answer.model_validate(ANSWER)
-    assert_sql_logged(out, world_db)
-    assert_usage_is_what_the_provider_reported(usage, fake)
+    assert_the_investigation_succeeded(out, usage, fake, world_db)
     for seen in fake.seen:
         assert (seen.method, seen.path) == ("POST", "/v1/messages")
         assert seen.headers["x-api-key"] == ANTHROPIC_MARKER

@@ -360,8 +360,21 @@ def _go(
     if spec.calibration == "replay":
         replay_dir = write_recordings([tasks[t] for t in wanted], truths, folder / REPLAY_DIR)
     finished, graded = done_pairs(entries)
+    # What every plan of this run holds, wherever its samples run.
+    common: dict[str, Any] = {
+        "run_id": started.run_id,
+        "spec": spec,
+        "image": resolve_image(spec.agent_image),
+        "tasks": {t: tasks[t] for t in wanted},
+        "truths": truths,
+        "judges": make_judges(spec.judges, rubrics),
+        "world_file": world_dir() / SNAPSHOT_NAME,
+        "replay_dir": replay_dir,
+        "finished": finished,
+        "graded": graded,
+    }
     if spec.backend == "ray":
-        return _go_on_cluster(folder, started, entries, progress, rubrics, ray_address, replay_dir)
+        return _go_on_cluster(folder, started, progress, ray_address, common)
     own_gateway = None
     if gateway is None and spec.candidate and spec.calibration is None:
         from runner.gateway.server import Gateway
@@ -370,26 +383,7 @@ def _go(
         own_gateway = gateway = Gateway(spec.candidate)
     runner = backend or make_backend(spec.backend)
     try:
-        with Journal(folder / JOURNAL_NAME) as journal:
-            journal.append(started)
-            plan = RunPlan(
-                run_id=started.run_id,
-                spec=spec,
-                image=resolve_image(spec.agent_image),
-                tasks={t: tasks[t] for t in wanted},
-                truths=truths,
-                backend=runner,
-                judges=make_judges(spec.judges, rubrics),
-                world_file=world_dir() / SNAPSHOT_NAME,
-                journal=journal,
-                replay_dir=replay_dir,
-                gateway=gateway,
-                finished=finished,
-                graded=graded,
-            )
-            outcome, used = execute(plan, used_s=started.used_s, progress=progress)
-            if outcome == "completed":
-                journal.append(RunFinished(used_s=round(used, 3)))
+        outcome = _execute(folder, started, progress, common, backend=runner, gateway=gateway)
     finally:
         if backend is None:
             runner.close()
@@ -398,14 +392,21 @@ def _go(
     return _finish(folder, outcome)
 
 
+def _execute(
+    folder: Path, started: RunStarted, progress: Progress | None, common: dict[str, Any], **where: Any
+) -> Outcome:
+    """Journal the start, run the plan (``common`` and where its samples run), and journal a completed end."""
+    with Journal(folder / JOURNAL_NAME) as journal:
+        journal.append(started)
+        plan = RunPlan(journal=journal, **common, **where)
+        outcome, used = execute(plan, used_s=started.used_s, progress=progress)
+        if outcome == "completed":
+            journal.append(RunFinished(used_s=round(used, 3)))
+    return outcome
+
+
 def _go_on_cluster(
-    folder: Path,
-    started: RunStarted,
-    entries: list[Entry],
-    progress: Progress | None,
-    rubrics: RubricSet,
-    ray_address: str | None,
-    replay_dir: Path | None,
+    folder: Path, started: RunStarted, progress: Progress | None, ray_address: str | None, common: dict[str, Any]
 ) -> RunResult:
     # The driver keeps the journal, grading, judges and record; the cluster's nodes run the samples, each with
     # its own model gateway and keys, so no gateway runs here.
@@ -423,30 +424,8 @@ def _go_on_cluster(
     address = ray_address or os.environ.get("RAY_ADDRESS")
     needs_model = spec.candidate if spec.candidate and spec.calibration is None else None
     cluster = RayRunner.connect(address, started.run_id, expected, candidate=needs_model)
-    tasks = {t.id: t for t in load_tasks(tasks_dir())}
-    wanted = spec.tasks if spec.tasks is not None else sorted(tasks)
-    finished, graded = done_pairs(entries)
     try:
-        with Journal(folder / JOURNAL_NAME) as journal:
-            journal.append(started)
-            plan = RunPlan(
-                run_id=started.run_id,
-                spec=spec,
-                image=resolve_image(spec.agent_image),
-                tasks={t: tasks[t] for t in wanted},
-                truths=load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME).tasks,
-                backend=_NoBackend(),
-                judges=make_judges(spec.judges, rubrics),
-                world_file=world_dir() / SNAPSHOT_NAME,
-                journal=journal,
-                replay_dir=replay_dir,
-                finished=finished,
-                graded=graded,
-                runner=cluster,
-            )
-            outcome, used = execute(plan, used_s=started.used_s, progress=progress)
-            if outcome == "completed":
-                journal.append(RunFinished(used_s=round(used, 3)))
+        outcome = _execute(folder, started, progress, common, backend=_NoBackend(), runner=cluster)
     finally:
         cluster.close()
     return _finish(folder, outcome)
