@@ -30,6 +30,7 @@ from runner.gateway.model import ClientSettings
 from runner.gateway.server import Gateway
 from runner.paths import tasks_dir
 from runner.sandbox.backend import (
+    LABEL_NODE,
     LABEL_OWNER,
     LABEL_RUN,
     LABEL_SANDBOX,
@@ -317,6 +318,25 @@ def test_sweep_removes_planted_leftovers_of_dead_owners_only(refs: dict[str, Ima
         report = sweep(client, planted_run)
         assert report.containers == [made["live"][0][:12]] and report.volumes == [made["live"][1]]
         assert leftovers(planted_run) == ([], [])
+    finally:
+        sweep(client, planted_run)
+        client.close()
+
+
+@pytest.mark.docker
+def test_a_cluster_node_sweeps_only_its_own_sandboxes(task: Task) -> None:
+    planted_run = f"{RUN}-nodes"
+    assert make_spec(task, "any").model_copy(update={"node": "node-a"}).labels()[LABEL_NODE] == "node-a"
+    assert LABEL_NODE not in make_spec(task, "any").labels()  # one machine: no node label
+    client = docker.from_env()
+    try:
+        made = {}
+        for node in ("node-a", "node-b"):
+            labels = {LABEL_SANDBOX: "1", LABEL_RUN: planted_run, LABEL_OWNER: owner_id(), LABEL_NODE: node}
+            made[node] = client.api.create_volume(name=f"ispm-{node}-{uuid.uuid4().hex[:6]}", labels=labels)["Name"]
+        # Two nodes share this engine: node-a's sweep leaves node-b's sandbox alone.
+        assert sweep(client, planted_run, node="node-a").volumes == [made["node-a"]]
+        assert [v["Name"] for v in leftovers(planted_run)[1]] == [made["node-b"]]
     finally:
         sweep(client, planted_run)
         client.close()

@@ -153,12 +153,13 @@ class NodeAgent:
     # -- sweeping --------------------------------------------------------------------------------------------
 
     def sweep(self, run_id: str | None, *, orphans_only: bool) -> SweepReport:
-        """Remove sandbox resources on this node's engine: ``run_id``'s (or every run's), only those whose owner
-        process is dead on this host if ``orphans_only`` (owners on other hosts are never touched)."""
+        """Remove this node's sandbox resources on its engine (labelled with this node, so nodes sharing an engine
+        leave each other's alone): ``run_id``'s (or every run's), only those whose owner process is dead on this
+        host if ``orphans_only`` (owners on other hosts are never touched)."""
         from runner.sandbox.docker import sweep
 
         with _engine() as client:
-            report = sweep(client, run_id, orphans_only=orphans_only)
+            report = sweep(client, run_id, orphans_only=orphans_only, node=self.node)
         if report.containers or report.failures:
             _log.info("cluster.node_swept", node=self.node, containers=report.containers, failures=report.failures)
         return report

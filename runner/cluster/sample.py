@@ -85,7 +85,9 @@ def run_on_node(
     node = str(ray.get_runtime_context().get_node_id())
     yield node
     agent = _accepted_agent(attempt, node)
-    here = spec.model_copy(update={"world_file": world_dir() / SNAPSHOT_NAME, "docs_dir": world_dir() / DOCS_DIR})
+    here = spec.model_copy(
+        update={"world_file": world_dir() / SNAPSHOT_NAME, "docs_dir": world_dir() / DOCS_DIR, "node": node}
+    )
     scratch = Path(tempfile.mkdtemp(prefix="ispm-replay-")) if recordings is not None else None
     try:
         if scratch is not None and recordings is not None:

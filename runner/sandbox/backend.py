@@ -48,6 +48,8 @@ LABEL_SANDBOX = "ispm.sandbox"
 LABEL_RUN = "ispm.run"
 LABEL_SAMPLE = "ispm.sample"
 LABEL_OWNER = "ispm.owner"
+LABEL_NODE = "ispm.node"
+"""Set on a cluster node's sandboxes: nodes that share one engine sweep only their own (``runner.cluster``)."""
 
 
 def _default_world_file() -> Path:
@@ -96,6 +98,8 @@ class SampleSpec(BaseModel):
     """A directory holding the gateway's Unix socket ``gateway.sock``, mounted read-only at ``/ispm/gateway``."""
     gateway_token: SecretStr | None = None
     """The per-sample gateway token, given to the agent as ``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY``."""
+    node: str | None = None
+    """The cluster node that runs the sample (its Ray node id), labelled ``ispm.node`` on its resources."""
     gateway_model: str | None = None
     """The candidate's model name, given to the agent as ``ISPM_MODEL`` (informational: the gateway decides)."""
     limits: CollectLimits = Field(default_factory=CollectLimits)
@@ -117,12 +121,15 @@ class SampleSpec(BaseModel):
 
     def labels(self) -> dict[str, str]:
         """The labels on every resource this sample makes."""
-        return {
+        labels = {
             LABEL_SANDBOX: "1",
             LABEL_RUN: self.run_id,
             LABEL_SAMPLE: self.sample_id,
             LABEL_OWNER: owner_id(),
         }
+        if self.node is not None:
+            labels[LABEL_NODE] = self.node
+        return labels
 
 
 class SweepReport(BaseModel):
