@@ -203,14 +203,13 @@ def test_a_stream_cut_by_the_provider_is_counted_and_recorded(gateway: Gateway, 
         assert (usage.input_tokens, call.input_tokens) == (700, 700)
 
 
-def test_an_error_event_in_the_stream_reaches_the_agent(gateway: Gateway, env: FakeProvider) -> None:
-    if not gateway.candidate.startswith("anthropic/"):
-        pytest.skip("in-stream error events are Anthropic's")
-    env.push(Turn(text="partial answer", error=StreamError(after=3)))
-    oa, _ = clients(gateway, gateway.issue_token("e"))
-    with pytest.raises(openai.APIError, match="Overloaded"):
-        list(oa.chat.completions.create(model="m", messages=[{"role": "user", "content": "q"}], stream=True))
-    (call,) = gateway.revoke("e").calls
+def test_an_error_event_in_the_stream_reaches_the_agent(env: FakeProvider) -> None:
+    env.push(Turn(text="partial answer", error=StreamError(after=3)))  # Anthropic's `event: error`, mid-stream
+    with Gateway(CANDIDATES["anthropic"], settings=SETTINGS) as gateway:
+        oa, _ = clients(gateway, gateway.issue_token("e"))
+        with pytest.raises(openai.APIError, match="Overloaded"):
+            list(oa.chat.completions.create(model="m", messages=[{"role": "user", "content": "q"}], stream=True))
+        (call,) = gateway.revoke("e").calls
     assert call.outcome == "stream_cut" and "Overloaded" in (call.error or "")
 
 
