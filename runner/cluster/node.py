@@ -153,13 +153,16 @@ class NodeAgent:
     # -- sweeping --------------------------------------------------------------------------------------------
 
     def sweep(self, run_id: str | None, *, orphans_only: bool) -> SweepReport:
-        """Remove this node's sandbox resources on its engine (labelled with this node, so nodes sharing an engine
-        leave each other's alone): ``run_id``'s (or every run's), only those whose owner process is dead on this
-        host if ``orphans_only`` (owners on other hosts are never touched)."""
+        """Remove sandbox resources on this node's engine: ``run_id``'s (or every run's), only those whose owner
+        process is dead on this host if ``orphans_only`` (owners on other hosts are never touched).
+
+        A live node's sandboxes are never orphans (their owner, the node's worker process, runs), so nodes that
+        share an engine leave each other's alone; a dead node's are, so a survivor clears them. A finished run's
+        are removed whoever made them. Every sandbox also carries its node (``ispm.node``) for people."""
         from runner.sandbox.docker import sweep
 
         with _engine() as client:
-            report = sweep(client, run_id, orphans_only=orphans_only, node=self.node)
+            report = sweep(client, run_id, orphans_only=orphans_only)
         if report.containers or report.failures:
             _log.info("cluster.node_swept", node=self.node, containers=report.containers, failures=report.failures)
         return report

@@ -49,7 +49,7 @@ LABEL_RUN = "ispm.run"
 LABEL_SAMPLE = "ispm.sample"
 LABEL_OWNER = "ispm.owner"
 LABEL_NODE = "ispm.node"
-"""Set on a cluster node's sandboxes: nodes that share one engine sweep only their own (``runner.cluster``)."""
+"""Set on a cluster node's sandboxes: which node made them (``runner.cluster``), for people and audits."""
 
 
 def _default_world_file() -> Path:

@@ -14,7 +14,6 @@ import requests.exceptions
 from runner import log
 from runner.errors import SandboxError
 from runner.sandbox.backend import (
-    LABEL_NODE,
     LABEL_OWNER,
     LABEL_RUN,
     LABEL_SANDBOX,
@@ -59,11 +58,8 @@ def connect() -> Any:
     return client
 
 
-def sweep(
-    client: Any | None = None, run_id: str | None = None, *, orphans_only: bool = False, node: str | None = None
-) -> SweepReport:
-    """Remove every container, volume and network labelled ``ispm.sandbox`` (of ``run_id`` only, if given; of
-    cluster node ``node`` only, if given: nodes that share one engine leave each other's sandboxes alone).
+def sweep(client: Any | None = None, run_id: str | None = None, *, orphans_only: bool = False) -> SweepReport:
+    """Remove every container, volume and network labelled ``ispm.sandbox`` (of ``run_id`` only, if given).
 
     With ``orphans_only`` it spares resources whose owner process is still running on this host: that is
     what every backend start does, so a runner killed with ``kill -9`` leaves nothing after the next start,
@@ -76,7 +72,6 @@ def sweep(
     engine = client if client is not None else connect()
     api = engine.api
     wanted = [f"{LABEL_SANDBOX}=1"] + ([f"{LABEL_RUN}={run_id}"] if run_id else [])
-    wanted += [f"{LABEL_NODE}={node}"] if node else []
     report = SweepReport()
 
     def spare(labels: dict[str, str] | None) -> bool:
