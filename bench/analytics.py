@@ -15,8 +15,8 @@ from pathlib import Path
 
 from timing import median_seconds  # bench/ is the script's folder: sys.path[0]
 
+from runner.pipeline import run_calibration
 from runner.record.store import QUERIES, load_summaries, open_store, run_query
-from runner.run.calibration import run_calibration
 
 RUNS = 100
 

@@ -33,8 +33,8 @@ from runner.cluster.driver import RayRunner
 from runner.cluster.model import NodeExpectations
 from runner.contract import SampleOutput
 from runner.paths import tasks_dir
+from runner.run.digests import current_digests
 from runner.run.recordings import write_recordings
-from runner.run.start import current_digests
 from runner.sandbox.backend import SampleSpec
 from runner.sandbox.docker import DockerBackend
 from runner.sandbox.trial import resolve_image

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from runner.run.calibration import run_calibration
+from runner.pipeline import run_calibration
 from runner.sandbox.images import ensure_images
 
 BARE_SAMPLES = 20

@@ -31,8 +31,8 @@ from runner.contract import SampleOutput
 from runner.grading.grades import DIMENSIONS
 from runner.grading.reference_judge import gold_answer
 from runner.paths import tasks_dir
+from runner.pipeline import start_run
 from runner.run.spec import RunSpec
-from runner.run.start import start_run
 from runner.sandbox.backend import GATEWAY_SOCKET_NAME, SampleSpec
 from runner.tasks.load import load_tasks
 from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth

@@ -69,7 +69,7 @@ def gold_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     It lives at ``<tmp>/runs/gold``. Tests read it, or copy it before tampering: never change it in place.
     """
-    from runner.run.calibration import run_calibration
+    from runner.pipeline import run_calibration
 
     run_dir = tmp_path_factory.mktemp("shared") / "runs" / "gold"
     run_calibration("replay", tasks=list(GOLD_RUN_TASKS), epochs=GOLD_RUN_EPOCHS, run_dir=run_dir)

@@ -23,9 +23,9 @@ from inprocess_backend import InProcessBackend
 from runner.contract import Answer, SampleOutput
 from runner.grading.reference_judge import gold_answer
 from runner.paths import tasks_dir
-from runner.run.calibration import CALIBRATION_JUDGES, run_calibration
+from runner.pipeline import run_calibration, start_run
+from runner.run.calibration import CALIBRATION_JUDGES
 from runner.run.spec import RunSpec
-from runner.run.start import start_run
 from runner.sandbox.backend import SampleSpec
 from runner.tasks.load import load_tasks
 from runner.tasks.model import Task

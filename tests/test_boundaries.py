@@ -106,3 +106,27 @@ def test_only_the_sandbox_imports_docker_and_only_the_gateway_speaks_http() -> N
         if leak:
             leaks[where] = leak
     assert leaks == {}
+
+
+def runner_imports(path: Path) -> set[str]:
+    """The ``runner.<stage>`` modules ``path`` imports, at any depth of its code (``runner.run``, ``runner.pipeline``…)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        found |= {".".join(n.split(".")[:2]) for n in names if n.startswith("runner.")}
+    return found
+
+
+def test_a_run_and_its_record_meet_only_in_the_pipeline() -> None:
+    """The run stage never builds a record, and the record stage never starts a run: runner.pipeline joins them."""
+    crossing = {
+        path.relative_to(RUNNER).as_posix(): runner_imports(path) & {"runner.record", "runner.pipeline"}
+        for path in sorted((RUNNER / "run").rglob("*.py"))
+    } | {
+        path.relative_to(RUNNER).as_posix(): runner_imports(path) & {"runner.pipeline"}
+        for path in sorted((RUNNER / "record").rglob("*.py"))
+    }
+    assert {where: found for where, found in crossing.items() if found} == {}
+    assert {"runner.run", "runner.record"} <= runner_imports(RUNNER / "pipeline.py")

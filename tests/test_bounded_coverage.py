@@ -18,9 +18,9 @@ from runner.grading.coverage import MAX_TEXT_CHARS, SqlSchema, extract_structure
 from runner.grading.grade import GradingContext, grade_sample
 from runner.grading.reference_judge import ReferenceJudge, gold_answer
 from runner.paths import tasks_dir, world_dir
+from runner.pipeline import start_run
 from runner.run.calibration import calibration_spec
 from runner.run.journal import JOURNAL_NAME, SampleGraded, read_entries
-from runner.run.start import start_run
 from runner.sandbox.backend import SampleSpec
 from runner.tasks.load import load_tasks
 from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth

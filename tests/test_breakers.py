@@ -37,6 +37,7 @@ from runner.grading.grade import GradingContext
 from runner.grading.judge import JudgeVote
 from runner.grading.reference_judge import ReferenceJudge, gold_answer
 from runner.paths import tasks_dir, world_dir
+from runner.pipeline import resume_run, start_run
 from runner.record.audit import audit
 from runner.record.build import build_record, load_record
 from runner.record.health import CandidateHealth
@@ -55,7 +56,6 @@ from runner.run.journal import (
 from runner.run.progress import PlainProgress, duration
 from runner.run.scheduler import plan
 from runner.run.spec import Digests, RunSpec
-from runner.run.start import resume_run, start_run
 from runner.world import SNAPSHOT_NAME
 
 __all__ = ["judges", "stopped", "unhealthy"]  # fixtures, imported for pytest

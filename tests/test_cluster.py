@@ -31,10 +31,11 @@ from runner.cluster.images import engine_image_ids
 from runner.cluster.model import ClusterError, NodeExpectations
 from runner.gateway.preflight import PreflightError, preflight
 from runner.paths import tasks_dir
+from runner.pipeline import RunResult, image_ids, resume_run, start_run
 from runner.run.calibration import calibration_spec
+from runner.run.digests import current_digests
 from runner.run.journal import JOURNAL_NAME, SampleFinished, SampleGraded, read_entries
 from runner.run.spec import RunSpec
-from runner.run.start import RunResult, current_digests, image_ids, resume_run, start_run
 from runner.sandbox.backend import SampleSpec
 from runner.sandbox.trial import resolve_image
 from runner.tasks.load import load_tasks
@@ -283,7 +284,7 @@ def test_a_driver_killed_with_kill_9_resumes_on_the_cluster(nodes: Nodes, tmp_pa
     run_dir = tmp_path / "run"
     script = (
         "import sys; from pathlib import Path; from runner.run.calibration import calibration_spec; "
-        "from runner.run.start import start_run; "
+        "from runner.pipeline import start_run; "
         "spec = calibration_spec('replay', epochs=1, concurrency=4, tasks=sys.argv[3:], backend='ray'); "
         "start_run(spec, Path(sys.argv[1]), ray_address=sys.argv[2])"
     )

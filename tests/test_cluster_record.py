@@ -17,12 +17,13 @@ from runner.contract import Answer, SampleOutput
 from runner.grading.reference_judge import gold_answer
 from runner.grading.rubric import load_rubrics
 from runner.paths import tasks_dir, world_dir
+from runner.pipeline import make_judges
 from runner.record.build import build_record
 from runner.run.calibration import calibration_spec
+from runner.run.digests import current_digests
 from runner.run.journal import JOURNAL_NAME, Journal, RunStarted, SampleAttempt, SampleFinished, read_entries
 from runner.run.scheduler import RanSample, RunPlan, execute
 from runner.run.spec import RunError, RunSpec, official
-from runner.run.start import current_digests, make_judges
 from runner.sandbox.backend import SampleSpec
 from runner.tasks.load import load_tasks
 from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth

@@ -33,6 +33,7 @@ from report_runs import (
 from runner.cli import main
 from runner.grading.grades import DIMENSIONS
 from runner.paths import scoring_doc, tasks_dir
+from runner.pipeline import start_run
 from runner.record.build import load_record
 from runner.record.leaderboard import board_rows, render_leaderboard
 from runner.record.model import FAILURE_KINDS, RunRecord
@@ -44,7 +45,6 @@ from runner.record.report import (
     render_markdown,
     render_report,
 )
-from runner.run.start import start_run
 from runner.tasks.load import load_tasks
 
 __all__ = ["all_gold", "docker_null", "docker_replay", "mixed", "timed_out"]  # fixtures, imported for pytest

@@ -19,8 +19,10 @@ from runner.contract import Answer, SampleOutput
 from runner.grading.consensus import consensus
 from runner.grading.reference_judge import gold_answer
 from runner.paths import tasks_dir
+from runner.pipeline import resume_run, run_calibration, start_run
 from runner.record.build import build_record, load_record
-from runner.run.calibration import calibration_spec, run_calibration
+from runner.run.calibration import calibration_spec
+from runner.run.digests import current_digests
 from runner.run.journal import (
     ENTRY,
     JOURNAL_NAME,
@@ -36,7 +38,6 @@ from runner.run.journal import (
 )
 from runner.run.progress import Progress
 from runner.run.spec import Digests, RunError, RunSpec, official
-from runner.run.start import current_digests, resume_run, start_run
 from runner.sandbox.backend import SampleSpec, SweepReport
 from runner.tasks.load import load_tasks
 from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
@@ -310,7 +311,7 @@ def test_kill_9_mid_run_then_resume_finishes_without_duplicates_or_leftovers(tmp
     run_dir = tmp_path / "run"
     tasks = sorted(BY_ID)[:12]
     script = (
-        "import sys; from pathlib import Path; from runner.run.calibration import run_calibration; "
+        "import sys; from pathlib import Path; from runner.pipeline import run_calibration; "
         "run_calibration('replay', tasks=sys.argv[2:], run_dir=Path(sys.argv[1]))"
     )
     child = subprocess.Popen([sys.executable, "-c", script, str(run_dir), *tasks], stderr=subprocess.DEVNULL)

@@ -16,10 +16,10 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from test_report_browser import _screenshot, browser
 
+from runner.pipeline import start_run
 from runner.record.build import load_record
 from runner.record.leaderboard import LEADERBOARD_NAME, write_leaderboard
 from runner.run.calibration import calibration_spec
-from runner.run.start import start_run
 
 __all__ = ["all_gold", "browser", "judges", "stopped", "timed_out", "unhealthy"]  # fixtures, imported for pytest
 

@@ -251,7 +251,7 @@ def run_spec(config: BoardConfig, sub: Submission) -> RunSpec:
     Raises:
         RunError: the v1 lock refused the spec (for example, a world that is not the pinned one).
     """
-    from runner.run.start import current_digests
+    from runner.run.digests import current_digests
 
     spec = RunSpec(agent_image=sub.image_tag, candidate=sub.candidate, judges=config.judges, backend=config.backend)
     if config.trial is None:
@@ -287,7 +287,7 @@ def run_submission(ctx: BoardContext, sub: Submission, folder: Path) -> RunRecor
     Raises:
         PreflightError, JudgeDryRunError, RunError: the run could not start or continue.
     """
-    from runner.run.start import Preflight, resume_run, run_preflight, start_run
+    from runner.pipeline import Preflight, resume_run, run_preflight, start_run
 
     progress = BoardProgress(ctx, sub.id)
     if (folder / JOURNAL_NAME).is_file():

@@ -10,7 +10,7 @@ import click
 from runner.cli.output import json_option, print_json
 
 if TYPE_CHECKING:
-    from runner.run.start import RunResult
+    from runner.pipeline import RunResult
 
 
 @click.command("preflight")
@@ -49,8 +49,8 @@ def preflight_command(candidate: str, judges: tuple[str, ...], skip_dry_run: boo
     from runner.grading.judge import LLMJudge
     from runner.grading.rubric import load_rubrics
     from runner.paths import tasks_dir
+    from runner.pipeline import dry_run
     from runner.run.spec import V1_EPOCHS
-    from runner.run.start import dry_run
     from runner.tasks.load import load_tasks
 
     roles = ["candidate"] + ["judge"] * len(judges)
@@ -142,9 +142,10 @@ def run_command(
 
     Example: ispm run --backend ray --ray-address head:6379 --agent-image replay --judge ref#1 --judge ref#2
     """
+    from runner.pipeline import resume_run, run_preflight, start_run
+    from runner.run.digests import current_digests
     from runner.run.spec import RunSpec
     from runner.run.spec import official as make_official
-    from runner.run.start import current_digests, resume_run, run_preflight, start_run
 
     if resume_dir is not None:
         result = resume_run(resume_dir, ray_address=ray_address)
@@ -194,7 +195,7 @@ def demo_command(agent: str, epochs: int, concurrency: int, task_ids: tuple[str,
 
     Example: ispm demo --agent null
     """
-    from runner.run.calibration import run_calibration
+    from runner.pipeline import run_calibration
 
     result = run_calibration(
         agent,  # type: ignore[arg-type]

@@ -70,7 +70,7 @@ class NodeAgent:
     def check(self, expected: NodeExpectations) -> NodeCheck:
         """What this node has, against ``expected``; sweeps this host's orphans first. Accepts the node when
         nothing differs and nothing is missing."""
-        from runner.run.start import current_digests
+        from runner.run.digests import current_digests
 
         self.sweep(None, orphans_only=True)
         world_logical: str | None = None

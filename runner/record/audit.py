@@ -340,7 +340,7 @@ def _check_digests(
 ) -> None:
     """The world, task set, ground truth and rubrics now must hash to what the journal and the record pinned."""
     from runner.grading.rubric import load_rubrics
-    from runner.run.start import current_digests
+    from runner.run.digests import current_digests
 
     try:
         rubrics = load_rubrics()

@@ -8,12 +8,9 @@ Official runs (docs/scoring.md, section 6) are 5 epochs with two floating model 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
-from runner.run.progress import Progress
 from runner.run.spec import RunSpec
-from runner.run.start import RunResult, start_run
 
 CALIBRATION_JUDGES = ("ref#1", "ref#2")
 
@@ -39,28 +36,3 @@ def calibration_spec(
         backend=backend,
         calibration=agent,
     )
-
-
-def run_calibration(
-    agent: Literal["replay", "null"] = "replay",
-    *,
-    epochs: int = 1,
-    concurrency: int = 2,
-    tasks: list[str] | None = None,
-    run_dir: Path | None = None,
-    build_images: bool = True,
-    progress: Progress | None = None,
-) -> RunResult:
-    """Run a calibration in Docker (building missing images first) and write its record.
-
-    Raises:
-        SandboxError: Docker is unreachable.
-        ImageError: an image cannot be built.
-    """
-    images: dict[str, str] = {}
-    if build_images:
-        from runner.sandbox.images import ensure_images
-
-        images = {ref.tag: ref.id for ref in ensure_images().values()}
-    spec = calibration_spec(agent, epochs=epochs, concurrency=concurrency, tasks=tasks)
-    return start_run(spec, run_dir, images=images, progress=progress)

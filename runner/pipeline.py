@@ -1,5 +1,8 @@
 """Start or resume a run: preflight, the journal, the scheduler, then the record next to the journal.
 
+This is where the run stage (``runner.run``: spec, journal, scheduler) and the record stage (``runner.record``)
+meet, above both: neither stage imports the other's behaviour.
+
 A run folder holds ``journal.jsonl`` (the durable truth), ``record.json`` (built from the journal),
 ``report.html`` (the record as one static page), ``log.jsonl`` (JSON logs) and, for gold calibration runs,
 ``replay/`` (the recordings mounted into samples).
@@ -17,7 +20,7 @@ import secrets
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,6 +34,8 @@ from runner.paths import tasks_dir, world_dir
 from runner.record.build import build_record, write_record
 from runner.record.model import RunRecord
 from runner.record.report import write_report
+from runner.run.calibration import calibration_spec
+from runner.run.digests import current_digests
 from runner.run.dry_run import JudgeDryRun, dry_run_judges, load_calibration_set
 from runner.run.journal import (
     JOURNAL_NAME,
@@ -46,13 +51,12 @@ from runner.run.journal import (
 from runner.run.progress import Progress
 from runner.run.recordings import write_recordings
 from runner.run.scheduler import Outcome, RunPlan, execute
-from runner.run.spec import Digests, RunError, RunSpec
+from runner.run.spec import RunError, RunSpec
 from runner.sandbox.backend import Backend, SampleSpec
 from runner.sandbox.trial import make_backend, resolve_image
 from runner.tasks.load import load_tasks
-from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth, task_set_digest
+from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
 from runner.world import SNAPSHOT_NAME
-from runner.world.verify import verify
 
 if TYPE_CHECKING:
     from runner.gateway.server import Gateway
@@ -103,24 +107,6 @@ class RunResult(BaseModel):
         lines.append(f"record: {self.record_path}")
         lines.append(f"report: {self.report_path}")
         return lines
-
-
-def current_digests(rubrics: RubricSet | None = None) -> Digests:
-    """The digests of the world, task set, ground truth and rubrics as they are now, with the pinned ones.
-
-    Raises:
-        WorldError: the snapshot does not match its own manifest.
-    """
-    manifest = verify(world_dir()).manifest
-    truth = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME)
-    return Digests(
-        world_logical=manifest.logical_digest,
-        world_pinned=truth.world_logical_digest,
-        task_set=task_set_digest(load_tasks(tasks_dir())),
-        task_set_pinned=truth.task_set_digest,
-        ground_truth=truth.ground_truth_digest,
-        rubric_set=(rubrics or load_rubrics()).digest,
-    )
 
 
 def make_judges(aliases: tuple[str, str], rubrics: RubricSet) -> list[Judge]:
@@ -456,3 +442,28 @@ def _finish(folder: Path, outcome: Outcome) -> RunResult:
     path = write_record(folder, record)
     report = write_report(folder, record, tasks=tasks)
     return RunResult(run_dir=folder, outcome=outcome, record_path=path, record=record, report_path=report)
+
+
+def run_calibration(
+    agent: Literal["replay", "null"] = "replay",
+    *,
+    epochs: int = 1,
+    concurrency: int = 2,
+    tasks: list[str] | None = None,
+    run_dir: Path | None = None,
+    build_images: bool = True,
+    progress: Progress | None = None,
+) -> RunResult:
+    """Run a calibration in Docker (building missing images first) and write its record.
+
+    Raises:
+        SandboxError: Docker is unreachable.
+        ImageError: an image cannot be built.
+    """
+    images: dict[str, str] = {}
+    if build_images:
+        from runner.sandbox.images import ensure_images
+
+        images = {ref.tag: ref.id for ref in ensure_images().values()}
+    spec = calibration_spec(agent, epochs=epochs, concurrency=concurrency, tasks=tasks)
+    return start_run(spec, run_dir, images=images, progress=progress)
