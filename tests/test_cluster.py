@@ -27,7 +27,6 @@ from fake_provider import FakeProvider, Reply, openai_completion
 
 from runner import __version__
 from runner.cluster.driver import RayRunner, stage_image
-from runner.cluster.images import engine_image_ids
 from runner.cluster.model import ClusterError, NodeExpectations
 from runner.gateway.preflight import PreflightError, preflight
 from runner.paths import tasks_dir
@@ -37,6 +36,7 @@ from runner.run.digests import current_digests
 from runner.run.journal import JOURNAL_NAME, SampleFinished, SampleGraded, read_entries
 from runner.run.spec import RunSpec
 from runner.sandbox.backend import SampleSpec
+from runner.sandbox.transfer import engine_image_ids
 from runner.sandbox.trial import resolve_image
 from runner.tasks.load import load_tasks
 from runner.tasks.view import agent_files

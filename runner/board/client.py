@@ -11,6 +11,7 @@ from typing import Any, Final, TextIO
 import httpx
 
 from runner.board.errors import BoardError
+from runner.errors import SandboxError
 
 TOKEN_ENV: Final = "ISPM_BOARD_TOKEN"
 CLOSED_STATES: Final = ("published", "failed", "cancelled")
@@ -43,17 +44,12 @@ def image_stream(image: str) -> Iterator[bytes]:
     Raises:
         BoardError: the engine is unreachable or has no such image.
     """
-    import docker
+    from runner.sandbox.transfer import save_stream
 
     try:
-        client = docker.from_env()
-        saved = client.images.get(image).save(chunk_size=1 << 20)
-    except docker.errors.DockerException as exc:
-        raise BoardError(f"cannot save the image {image!r}: {exc}") from exc
-    try:
-        yield from saved
-    finally:
-        client.close()
+        yield from save_stream(image)
+    except SandboxError as exc:
+        raise BoardError(str(exc)) from exc
 
 
 def submit(

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from runner.board.errors import BoardError
 from runner.contract import AGENT_CONTRACT
+from runner.errors import SandboxError
 
 CONTRACT_LABEL: Final = "ispm.agent.contract"
 MANIFEST: Final = "manifest.json"
@@ -167,41 +168,21 @@ def load_image(path: Path, archive: ImageArchive, tag: str) -> str:
         BoardError: 422 when the engine refuses the archive or loads a different image than the one checked;
             503 when the engine cannot be reached.
     """
-    import docker
+    from runner.sandbox.transfer import ImageLoadRefused, load_and_tag
 
     copy = untagged_copy(path, path.with_name(path.name + ".untagged"))
     try:
-        client = docker.from_env()
-    except docker.errors.DockerException as exc:
-        copy.unlink(missing_ok=True)
-        raise BoardError(f"the board's Docker engine is unreachable: {exc}", status=503) from exc
-    try:
-        with copy.open("rb") as stream:
-            client.images.load(stream)
-        image = client.images.get(archive.image_id)
-        repository, _, version = tag.rpartition(":")
-        image.tag(repository, tag=version)
-        return str(image.id)
-    except docker.errors.ImageNotFound as exc:
-        raise BoardError(f"the engine did not load the image {archive.image_id} the archive names", status=422) from exc
-    except docker.errors.APIError as exc:
-        raise BoardError(f"the engine refused the archive: {exc.explanation or exc}", status=422) from exc
-    except docker.errors.ImageLoadError as exc:
-        raise BoardError(f"the engine could not load the archive: {exc}", status=422) from exc
+        return load_and_tag(copy, archive.image_id, tag)
+    except ImageLoadRefused as exc:
+        raise BoardError(str(exc), status=422) from exc
+    except SandboxError as exc:
+        raise BoardError(f"the board's {exc}", status=503) from exc
     finally:
-        client.close()
         copy.unlink(missing_ok=True)
 
 
 def remove_image(tag: str) -> None:
     """Drop the board's tag of a submission's image (the layers go when nothing else uses them); best effort."""
-    import docker
+    from runner.sandbox.transfer import remove_tag
 
-    try:
-        client = docker.from_env()
-        try:
-            client.images.remove(tag, noprune=False)
-        finally:
-            client.close()
-    except docker.errors.DockerException:
-        pass
+    remove_tag(tag)

@@ -23,7 +23,6 @@ from typing import Any
 
 from runner import log
 from runner.cluster import NAMESPACE, SANDBOX_RESOURCE, agent_name
-from runner.cluster.images import CHUNK_BYTES, save_chunks
 from runner.cluster.model import ClusterError, NodeCheck, NodeExpectations, NodeResult
 from runner.cluster.node import NodeAgent
 from runner.cluster.sample import run_on_node
@@ -31,6 +30,7 @@ from runner.contract import SampleOutput
 from runner.run.journal import SampleAttempt
 from runner.run.scheduler import RanSample
 from runner.sandbox.backend import SampleSpec
+from runner.sandbox.transfer import CHUNK_BYTES, save_chunks
 
 _log = log.get(__name__)
 

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner import __version__, log
-from runner.cluster.images import engine_image_ids, load_chunks
 from runner.cluster.model import NodeCheck, NodeExpectations
 from runner.errors import IspmError
 from runner.gateway.model import SampleUsage
 from runner.sandbox.backend import GATEWAY_SOCKET_NAME, SweepReport
+from runner.sandbox.transfer import engine_image_ids, load_chunks
 
 if TYPE_CHECKING:
     from runner.gateway.server import Gateway
