@@ -11,6 +11,6 @@ migrations in ``migrations/``), ``tokens`` (per-submitter bearer tokens, stored 
 names; loaded untagged under a board tag), ``worker`` (smoke test, the run, audit, bundle, signature),
 ``signing`` (the board's Ed25519 key; the statement and ``ispm verify`` are in ``runner.record.verify``),
 ``pages`` and ``app`` (the served site and API), ``serve`` (``ispm board serve`` and ``ispm board token
-create``), ``client`` (``ispm submit``, ``ispm submit status``). ``python -m runner.board`` runs ``serve`` and
-``token-create`` until the commands are wired into ``ispm``.
+create``), ``client`` (``ispm submit``, ``ispm submit status``). The commands themselves are in
+``runner.cli.board``; docs/board.md is the guide.
 """
