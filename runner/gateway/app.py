@@ -46,7 +46,7 @@ _log = log.get(__name__)
 BOUND_KEY = "ispm.bound_sample"
 """The ASGI scope key naming the sample a listener is bound to (set by the listener's wrapper)."""
 _PASS_THROUGH_STATUSES = {400, 413, 422}  # the provider blames the request content: the agent should know
-_FORWARDED_HEADERS = ("anthropic-beta", "anthropic-version")  # passed on to an Anthropic provider
+_FORWARDED_HEADERS = ("anthropic-beta",)  # passed on to an Anthropic provider (the API version is ours)
 _ANTHROPIC_ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -265,8 +265,7 @@ async def _model_request(core: Upstreams, request: Request, api: Api) -> Respons
     try:
         result = await core.upstream.complete(provider_api, native, headers)
     except ProviderError as exc:
-        _settle_failure(core, usage, api, body, provider_api, started, exc)
-        return _provider_failure_reply(api, exc)
+        return _settle_failure(core, usage, api, body, provider_api, started, exc)
     call = _call(
         api,
         body,
@@ -298,21 +297,23 @@ def _settle_failure(
     provider_api: str,
     started: float,
     exc: ProviderError,
-) -> None:
+) -> JSONResponse:
+    """Book a provider failure and return the agent's reply to it."""
     failure = exc.record()
     _log.warning("provider_failed", sample=usage.sample_id, **failure.model_dump(exclude={"at", "message"}))
-    status = _provider_failure_reply(api, exc).status_code
+    reply = _provider_failure_reply(api, exc)
     call = _call(
         api,
         body,
         provider_api,
         started,
         outcome="provider_error",
-        status=status,
+        status=reply.status_code,
         attempts=exc.attempts,
         error=failure.message,
     )
     core.ledger.settle(usage, call, counted=api != "count_tokens", failure=failure)
+    return reply
 
 
 async def _count_tokens(core: Upstreams, request: Request) -> Response:
@@ -328,8 +329,7 @@ async def _count_tokens(core: Upstreams, request: Request) -> Response:
     try:
         status, raw = await core.upstream.count_tokens(body, _forwarded_headers(request, "count_tokens"))
     except ProviderError as exc:
-        _settle_failure(core, usage, "count_tokens", body, "count_tokens", started, exc)
-        return _provider_failure_reply("count_tokens", exc)
+        return _settle_failure(core, usage, "count_tokens", body, "count_tokens", started, exc)
     outcome: CallOutcome = "ok" if status < 400 else "provider_error"
     error = None if status < 400 else raw.decode("utf-8", "replace")[:BODY_SNIPPET]
     call = _call("count_tokens", body, "count_tokens", started, outcome=outcome, status=status, attempts=1, error=error)
@@ -396,8 +396,7 @@ async def _open_relay(
     try:
         resp, attempts = await core.upstream.open_stream(provider_api, native, headers)
     except ProviderError as exc:
-        _settle_failure(core, usage, api, body, provider_api, started, exc)
-        return _provider_failure_reply(api, exc)
+        return _settle_failure(core, usage, api, body, provider_api, started, exc)
     translator = bridge.stream(body, core.upstream.model) if bridge else None
     return _Relay(core, usage, api, provider_api, translator, body, resp, attempts, started)
 

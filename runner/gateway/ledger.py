@@ -54,11 +54,10 @@ class Ledger:
         _log.info("token_issued", sample=sample_id)
         return token
 
-    def revoke(self, sample_id: str, *, settle: float) -> bool:
+    def revoke(self, sample_id: str, *, settle: float) -> None:
         """Refuse the sample's token from now on and wait up to ``settle`` s for its requests in flight.
 
-        Returns whether a live token was revoked (False when it already was). Raises ``KeyError`` for an
-        unknown sample.
+        Idempotent. Raises ``KeyError`` for an unknown sample.
         """
         with self._lock:
             usage = self._usage[sample_id]
@@ -70,7 +69,6 @@ class Ledger:
             self._settled.wait_for(lambda: usage.in_flight == 0, timeout=settle)
         if digest is not None:
             _log.info("token_revoked", sample=sample_id, in_flight=usage.in_flight)
-        return digest is not None
 
     def usage(self, sample_id: str) -> SampleUsage:
         """A copy of the sample's usage so far. Raises ``KeyError`` for an unknown sample."""

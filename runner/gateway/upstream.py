@@ -55,7 +55,8 @@ class Upstream:
         self._http = httpx.AsyncClient(
             timeout=httpx_timeout(settings),
             limits=httpx_limits(settings),
-            headers={"content-type": "application/json"},
+            # The key rides on the client, set once: no request-building local ever holds it.
+            headers={"content-type": "application/json", **endpoint.auth_headers()},
             transport=transport,
             verify=ssl_context(),
         )
@@ -76,9 +77,7 @@ class Upstream:
     def _request(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> httpx.Request:
         payload = json.dumps({**body, "model": self.model}).encode()
         url = self.endpoint.base_url + PATHS[path]
-        return self._http.build_request(
-            "POST", url, content=payload, headers={**headers, **self.endpoint.auth_headers()}
-        )
+        return self._http.build_request("POST", url, content=payload, headers=headers)
 
     async def complete(self, api: Api, body: dict[str, Any], headers: dict[str, str]) -> ProviderResult:
         """POST a non-streamed ``body`` of ``api`` (model replaced) with retries; a malformed body is retried too.
