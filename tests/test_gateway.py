@@ -229,6 +229,25 @@ def test_provider_faults_end_in_records_not_crashes(
     assert usage.requests == 7 and usage.input_tokens == 3 * 11
 
 
+def test_an_unreachable_provider_is_a_connection_error_not_a_timeout(
+    monkeypatch: pytest.MonkeyPatch, sleeps: list[float]
+) -> None:
+    with socket.socket() as closed:  # a port that was bound and released: nothing listens there
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    with Gateway("openai/gpt-4.1", settings=SETTINGS, sleep=sleeps.append) as gw:
+        host, port = gw.listen_tcp()
+        with httpx.Client(base_url=f"http://{host}:{port}", timeout=5) as http:
+            resp = post(http, gw.issue_token("u"))
+        usage = gw.usage("u")
+    assert resp.status_code == 502 and len(sleeps) == 1
+    (error,) = usage.errors
+    assert (error.kind, error.attempts) == ("connection", 2)
+    assert "ClientConnectorError" in error.message
+
+
 def test_key_never_leaves_the_host_side(
     gateway: Gateway,
     http: httpx.Client,

@@ -498,7 +498,7 @@ class _Relay(Response):
                 if outgoing:
                     await emit(b"".join(outgoing))  # one write for everything one provider event became
         except (httpx.TransportError, SSEError) as exc:
-            self.problem = f"the provider's stream broke: {type(exc).__name__}"
+            self.problem = f"the provider's stream broke: {type(exc.__cause__ or exc).__name__}"
         if self.problem is None and self.watch.error is not None:
             self.problem = f"the provider reported an error in its stream: {self.watch.error}"
         if self.problem is None and not self.watch.finished:

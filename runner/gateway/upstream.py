@@ -1,4 +1,7 @@
-"""The gateway's hop to the candidate's provider: asynchronous httpx, with the judges' retry policy.
+"""The gateway's hop to the candidate's provider: async httpx on aiohttp's transport, with the judges' retry policy.
+
+httpx is the API the rest of the gateway uses; the bytes move through aiohttp (``httpx-aiohttp``), whose C
+parser and connection pool cost about 40% less CPU per stream event than httpcore's (``bench/gateway.py``).
 
 A non-streamed call is retried as the judges' calls are (429, 5xx, timeouts, broken connections, a body that
 is not JSON). A streamed call is retried only until the provider's response head arrives: after that, bytes
@@ -13,8 +16,10 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import aiohttp
 import httpx
 import tenacity
+from httpx_aiohttp import AiohttpTransport
 
 from runner.gateway.model import Api, ClientSettings, ProviderResult
 from runner.gateway.providers import (
@@ -57,7 +62,7 @@ class Upstream:
             limits=httpx_limits(settings),
             # The key rides on the client, set once: no request-building local ever holds it.
             headers={"content-type": "application/json", **endpoint.auth_headers()},
-            transport=transport,
+            transport=transport or AiohttpTransport(verify=ssl_context(), limits=httpx_limits(settings)),
             verify=ssl_context(),
         )
 
@@ -103,7 +108,7 @@ class Upstream:
         try:
             resp = await self._http.send(request)
         except httpx.TransportError as exc:
-            raise transport_failure(self.endpoint, self.model, str(request.url), exc) from None
+            raise transport_failure(self.endpoint, self.model, str(request.url), unmapped(exc)) from None
         return resp.status_code, self.endpoint.redact_bytes(resp.content)
 
     async def open_stream(self, api: Api, body: dict[str, Any], headers: dict[str, str]) -> tuple[httpx.Response, int]:
@@ -132,7 +137,7 @@ class Upstream:
                 try:
                     resp = await self._http.send(request, stream=stream)
                 except httpx.TransportError as exc:
-                    failure = transport_failure(self.endpoint, self.model, str(request.url), exc)
+                    failure = transport_failure(self.endpoint, self.model, str(request.url), unmapped(exc))
                     raise self._tried(failure, tries) from None
                 if resp.status_code >= 400:
                     raw = await _error_body(resp) if stream else resp.content
@@ -150,6 +155,18 @@ class Upstream:
     def _tried(exc: ProviderError, tries: int) -> ProviderError:
         exc.attempts = tries
         return exc
+
+
+def unmapped(exc: httpx.TransportError) -> httpx.TransportError:
+    """``exc`` with its true kind: httpx-aiohttp calls every broken or refused connection a ``ConnectTimeout``.
+
+    Only aiohttp's own timeouts are timeouts; anything else is a connection error, named after aiohttp's exception.
+    """
+    cause = exc.__cause__
+    timed_out = isinstance(cause, aiohttp.ServerTimeoutError)
+    if isinstance(exc, httpx.TimeoutException) and isinstance(cause, aiohttp.ClientError) and not timed_out:
+        return httpx.ConnectError(f"{type(cause).__name__}: {cause}")
+    return exc
 
 
 async def _error_body(resp: httpx.Response) -> bytes:
