@@ -41,7 +41,7 @@ def raw_socket(sock: Any) -> socket.socket:
 def _frames(sock: Any) -> Any:
     # The client's 60 s read timeout would end the stream of an agent that is silent for a minute.
     raw_socket(sock).settimeout(None)
-    return frames_iter(sock, tty=False)
+    return frames_iter(sock, tty=False)  # type: ignore[no-untyped-call]  # types-docker leaves it untyped
 
 
 def _pump(frames: Any, out: TailBuffer, err: TailBuffer, ready: threading.Event | None) -> None:
