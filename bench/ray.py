@@ -1,8 +1,9 @@
 """Benchmark: the ``ray`` backend against the local Docker backend, sample for sample, on this machine.
 
 The same gold replay samples run through ``DockerBackend`` threads and through ``RayRunner`` on a Ray cluster
-started here (a head with no sandbox unit and one or two worker nodes, all on the local Docker engine), the two
-measured in alternation, in rounds, so the machine's other load weighs on both alike. It prints:
+started here (a head with no sandbox unit and one or two worker nodes, all on the local Docker engine and on
+loopback only, as in the tests), the two measured in alternation, in rounds, so the machine's other load weighs on
+both alike. It prints:
 
 - per-sample latency as the driver sees it (submit to result, median) at concurrency 2 and 8, and the ratio of the
   cluster's to the local backend's (the target is at most 1.3x);
@@ -25,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -101,19 +103,15 @@ def measure(run: Sampler, specs: list[SampleSpec], concurrency: int, into: Figur
         into.throughputs.append(len(specs) / (time.perf_counter() - started))
 
 
-def start_cluster(workers: int, units: int) -> Any:
-    """A head with no sandbox unit and ``workers`` nodes of ``units`` units each, on this machine.
+def start_cluster(workers: int, units: int) -> AbstractContextManager[tuple[Any, list[Any]]]:
+    """A head with no sandbox unit and ``workers`` nodes of ``units`` units each, on this machine's loopback: the
+    tests' cluster (tests/loopback_cluster.py), which must be imported before Ray is."""
+    tests = str(Path(__file__).resolve().parent.parent / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from loopback_cluster import loopback_cluster
 
-    A node declares as many CPUs as units: Ray keeps that many idle worker processes alive, so a sample does not
-    pay for starting one (the samples' tasks themselves ask for no CPU).
-    """
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-    for _ in range(workers):
-        cluster.add_node(num_cpus=units, resources={"ispm_sandbox": units})
-    cluster.wait_for_nodes()
-    return cluster
+    return loopback_cluster(workers, units)
 
 
 def compare(
@@ -122,22 +120,21 @@ def compare(
     """(local, cluster) figures per concurrency on a fresh cluster of ``workers`` nodes, the two measured in
     alternation so that the machine's other load weighs on both alike."""
     top = max(concurrency)
-    cluster = start_cluster(workers, top // workers)
-    try:
-        with RayRunner.connect(cluster.address, "bench-ray", expected, candidate=None) as runner:
+    with (
+        start_cluster(workers, top // workers) as (cluster, _),
+        RayRunner.connect(cluster.address, "bench-ray", expected, candidate=None) as runner,
+    ):
 
-            def remote(spec: SampleSpec) -> SampleOutput:
-                return runner.run_sample(spec, with_gateway=False).output
+        def remote(spec: SampleSpec) -> SampleOutput:
+            return runner.run_sample(spec, with_gateway=False).output
 
-            measure(remote, specs[: 2 * top], top)  # start and warm every worker process the nodes keep
-            figures = {c: (Figures(), Figures()) for c in concurrency}
-            for _ in range(ROUNDS):
-                for c in concurrency:
-                    measure(local, specs, c, figures[c][0])
-                    measure(remote, specs, c, figures[c][1])
-            return figures
-    finally:
-        cluster.shutdown()
+        measure(remote, specs[: 2 * top], top)  # start and warm every worker process the nodes keep
+        figures = {c: (Figures(), Figures()) for c in concurrency}
+        for _ in range(ROUNDS):
+            for c in concurrency:
+                measure(local, specs, c, figures[c][0])
+                measure(remote, specs, c, figures[c][1])
+        return figures
 
 
 def main() -> None:

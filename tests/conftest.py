@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+import loopback_cluster  # noqa: F401  # before anything imports Ray: it sets what keeps test clusters on loopback
 import pytest
 
 from runner.paths import tasks_dir, world_dir

@@ -1,4 +1,5 @@
-"""The ``ray`` backend on a real Ray cluster: a head and two worker nodes started on this machine from the wheel.
+"""The ``ray`` backend on a real Ray cluster: a head and two worker nodes started on this machine from the wheel,
+on loopback only (tests/loopback_cluster.py).
 
 Every node shares the local Docker engine, as nodes on one host would. The head advertises no ``ispm_sandbox``
 unit, so every sample lands on a worker. Gold calibration runs all 127 tasks (about a minute here); the null agent and
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import ipaddress
 import json
 import os
 import secrets
@@ -24,9 +26,10 @@ from typing import Any
 
 import pytest
 from fake_provider import FakeProvider, Reply, openai_completion
+from loopback_cluster import LOOPBACK, loopback_cluster
 
 from runner import __version__
-from runner.cluster.driver import RayRunner, stage_image
+from runner.cluster.driver import RayRunner, connected, stage_image
 from runner.cluster.model import ClusterError, NodeExpectations
 from runner.gateway.preflight import PreflightError, preflight
 from runner.paths import tasks_dir
@@ -74,28 +77,11 @@ class Nodes:
 
 @pytest.fixture(scope="module")
 def nodes() -> Iterator[Nodes]:
-    from ray.cluster_utils import Cluster
-
     with FakeProvider() as provider:
         # Nodes take their environment from the process that starts them: here, the candidate's key and address.
-        saved = {k: os.environ.get(k) for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY")}
-        os.environ.update({"OPENAI_API_KEY": CANDIDATE_KEY, "OPENAI_BASE_URL": provider.openai_base})
-        os.environ.pop("ANTHROPIC_API_KEY", None)
-        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-        try:
-            workers = [cluster.add_node(num_cpus=UNITS, resources={"ispm_sandbox": UNITS}) for _ in range(2)]
-            cluster.wait_for_nodes()
+        env = {"OPENAI_API_KEY": CANDIDATE_KEY, "OPENAI_BASE_URL": provider.openai_base, "ANTHROPIC_API_KEY": None}
+        with loopback_cluster(2, UNITS, env) as (cluster, workers):
             yield Nodes(cluster, workers, provider)
-        finally:
-            import ray
-
-            ray.shutdown()  # a test that failed mid-run may leave this process attached
-            cluster.shutdown()
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
 
 def _containers_of(run_id: str) -> list[str]:
@@ -126,6 +112,62 @@ def _expectations(images: dict[str, str]) -> NodeExpectations:
 def _calibration(nodes: Nodes, run_dir: Path, agent: str = "replay", tasks: list[str] | None = SUBSET) -> RunResult:
     spec = calibration_spec(agent, epochs=1, concurrency=2 * UNITS, tasks=tasks, backend="ray")  # type: ignore[arg-type]
     return start_run(spec, run_dir, ray_address=nodes.address)
+
+
+def _descendants(root: int) -> set[int]:
+    parents = {int(p.name): _parent(int(p.name)) for p in Path("/proc").iterdir() if p.name.isdigit()}
+    found, frontier = {root}, [root]
+    while frontier:
+        pid = frontier.pop()
+        children = [c for c, p in parents.items() if p == pid and c not in found]
+        found.update(children)
+        frontier += children
+    return found
+
+
+Address = tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]
+
+
+def _address(field: str) -> Address:
+    # /proc/net/tcp{,6}: the host as 32-bit words in host byte order, in hex, then the port. An IPv4 host on an
+    # IPv6 socket (::ffff:a.b.c.d) is given as IPv4.
+    host, port = field.split(":")
+    raw = bytes.fromhex(host)
+    words = b"".join(int.from_bytes(raw[i : i + 4], sys.byteorder).to_bytes(4, "big") for i in range(0, len(raw), 4))
+    found = ipaddress.ip_address(words)
+    if isinstance(found, ipaddress.IPv6Address) and found.ipv4_mapped is not None:
+        return found.ipv4_mapped, int(port, 16)
+    return found, int(port, 16)
+
+
+def _tcp_sockets(pids: set[int]) -> list[tuple[str, Address, Address]]:
+    """(state, local address, peer address) of every TCP socket the processes ``pids`` hold; state 0A listens."""
+    inodes = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):  # a process may end while it is read
+            for fd in os.scandir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    link = os.readlink(fd.path)
+                    if link.startswith("socket:["):
+                        inodes.add(link.removeprefix("socket:[").removesuffix("]"))
+    return [
+        (fields[3], _address(fields[1]), _address(fields[2]))
+        for table in ("tcp", "tcp6")
+        for fields in (row.split() for row in Path(f"/proc/net/{table}").read_text().splitlines()[1:])
+        if fields[9] in inodes
+    ]
+
+
+def test_the_cluster_and_its_driver_stay_on_loopback(nodes: Nodes) -> None:
+    assert {n.node_ip_address for n in nodes.cluster.list_all_nodes()} == {LOOPBACK}
+    # This process connects as `ispm run` does: the loopback address must not be taken for the interface's.
+    with connected(nodes.address):
+        sockets = _tcp_sockets(_descendants(os.getpid()))
+    host, port = nodes.address.rsplit(":", 1)
+    assert ("0A", (ipaddress.ip_address(host), int(port))) in {(state, local) for state, local, _ in sockets}
+    # Every Ray process here (GCS, raylets, agents, workers, this driver) listens and talks on loopback only.
+    away = [s for s in sockets if not s[1][0].is_loopback or not (s[2][0].is_loopback or s[2][0].is_unspecified)]
+    assert away == []
 
 
 @pytest.mark.parametrize(("agent", "tasks", "expected"), [("replay", None, 1.0), ("null", SUBSET, 0.0)])
