@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+BINARY_STAMP := $(VENV)/.binary-installed
 
-.PHONY: venv demo official-run official-env test lint world world-verify images images-prune runner-image bench clean browser postgres
+.PHONY: venv demo official-run official-env test lint world world-verify images images-prune runner-image binary bench clean browser postgres
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +25,15 @@ images-prune: $(STAMP)
 # ispm itself as an image, for auditors: `docker-compose run --rm runner ispm audit /runs/<run-id>` (compose.yaml).
 runner-image: $(STAMP) images
 	$(BIN)/python -m runner.sandbox.runner_image
+
+# One single-file `ispm` for a host with only Docker: the world, the tasks and the grader (runner/binary.py, PyInstaller
+# pinned by the `binary` extra). Cached by a digest of its inputs under .cache/binary/; dist/ispm is a copy of it.
+$(BINARY_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[binary]'
+	touch $(BINARY_STAMP)
+
+binary: $(BINARY_STAMP)
+	$(BIN)/python -m runner.binary
 
 # Calibration, not an official run: every task in Docker, gold replay, ref judge in both slots, 1 epoch.
 demo: $(STAMP) images

@@ -29,6 +29,7 @@ import pytest
 from docker_fixtures import docker_backend
 from fake_provider import FakeProvider, Seen, ToolCall, Turn, Usage, point_clients_at, total_usage
 
+from runner import paths
 from runner.contract import Answer, SampleOutput
 from runner.gateway.model import ClientSettings
 from runner.gateway.server import Gateway, SampleUsage
@@ -379,7 +380,7 @@ def test_vendored_tags_follow_the_pins_not_the_downloads(tmp_path: Path, monkeyp
     copy = tmp_path / "images"
     shutil.copytree(images.images_dir(), copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(images, "images_dir", lambda: copy)
-    monkeypatch.setattr(images, "repo_root", lambda: tmp_path)  # so .cache/wheels/ is a scratch folder too
+    monkeypatch.setattr(paths, "cache_dir", lambda: tmp_path / ".cache")  # so .cache/wheels/ is a scratch folder too
     before = images.expected_tags([])
     cache = images.wheel_cache("agent-claude-code")
     cache.mkdir(parents=True)

@@ -54,7 +54,7 @@ import docker.errors
 from filelock import FileLock
 from pydantic import BaseModel, ConfigDict
 
-from runner import log
+from runner import log, paths
 from runner.errors import IspmError
 
 _log = log.get(__name__)
@@ -167,13 +167,13 @@ def repo_root() -> Path:
 
 
 def images_dir() -> Path:
-    """The folder with one sub-folder of build inputs per image."""
-    return repo_root() / "images"
+    """The folder with one sub-folder of build inputs per image (in a checkout or bundled: :mod:`runner.paths`)."""
+    return paths.images_dir()
 
 
 def record_path() -> Path:
     """Where the resolved image references are written (a build output, gitignored)."""
-    return repo_root() / ".cache" / "images.json"
+    return paths.cache_dir() / "images.json"
 
 
 def apt_source_files(etc_apt: Path = Path("/etc/apt")) -> list[Path]:
@@ -325,7 +325,7 @@ def _import_base(client: Any, tarball: Path, tag: str, digest: str) -> Any:
 
 
 def _build_base(client: Any, tag: str, digest: str, sources: list[Path]) -> tuple[Any, str]:
-    work_root = repo_root() / ".cache" / "images"
+    work_root = paths.cache_dir() / "images"
     work_root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="base-", dir=work_root))
     try:
@@ -351,7 +351,7 @@ def build_upstream_base(client: Any, upstream: str, tag: str, digest: str) -> An
 def _build_derived(client: Any, spec: ImageSpec, tag: str, digest: str, parent_tag: str) -> Any:
     if spec.vendor is None:
         return docker_build(client, images_dir() / spec.folder, tag, digest, {"BASE": parent_tag}, name=spec.name)
-    work_root = repo_root() / ".cache" / "images"
+    work_root = paths.cache_dir() / "images"
     work_root.mkdir(parents=True, exist_ok=True)
     context = Path(tempfile.mkdtemp(prefix=f"{spec.name}-", dir=work_root))
     log_file = work_root / f"{spec.name}-{digest[7:19]}.log"
@@ -369,7 +369,7 @@ def _build_derived(client: Any, spec: ImageSpec, tag: str, digest: str, parent_t
 
 def wheel_cache(name: str) -> Path:
     """Where the pinned wheels of image ``name`` are kept between builds (a build input cache, gitignored)."""
-    return repo_root() / ".cache" / "wheels" / name
+    return paths.cache_dir() / "wheels" / name
 
 
 def pinned_requirements(requirements: Path) -> dict[str, set[str]]:
