@@ -17,7 +17,8 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -32,8 +33,8 @@ from runner.grading.reference_judge import REFERENCE_ALIAS, ReferenceJudge
 from runner.grading.rubric import RubricSet, load_rubrics
 from runner.paths import tasks_dir, world_dir
 from runner.record.build import build_record, write_record
-from runner.record.model import RunRecord
-from runner.record.report import write_report
+from runner.record.model import RECORD_NAME, RunRecord
+from runner.record.report import REPORT_NAME, write_report
 from runner.run.calibration import calibration_spec
 from runner.run.digests import current_digests
 from runner.run.dry_run import JudgeDryRun, dry_run_judges, load_calibration_set
@@ -50,7 +51,7 @@ from runner.run.journal import (
 )
 from runner.run.progress import Progress
 from runner.run.recordings import write_recordings
-from runner.run.scheduler import Outcome, RunPlan, execute
+from runner.run.scheduler import Outcome, RunPlan, StopRequest, execute
 from runner.run.spec import RunError, RunSpec
 from runner.sandbox.backend import Backend, SampleSpec
 from runner.sandbox.trial import make_backend, resolve_image
@@ -234,12 +235,14 @@ def start_run(
     progress: Progress | None = None,
     preflight: Preflight | None = None,
     ray_address: str | None = None,
+    stop: StopRequest | None = None,
 ) -> RunResult:
     """Run ``spec`` in a new folder (``runs/<run-id>/`` by default) and write its record.
 
     ``preflight`` is one the caller already ran; otherwise it runs here (models are probed only when no
     ``gateway`` is given, the model judges are dry-run always). ``ray_address`` is the cluster of the ``ray``
-    backend (else ``RAY_ADDRESS``).
+    backend (else ``RAY_ADDRESS``). ``stop``, once set from another thread, ends the run as Ctrl-C does
+    (``runner.run.scheduler.StopRequest``).
 
     Raises:
         RunError: the folder already holds a journal, or the filter names unknown tasks.
@@ -263,7 +266,7 @@ def start_run(
         resolved_models=checked.resolved_models,
         judge_dry_runs=checked.judge_dry_runs,
     )
-    return _go(folder, started, [], backend, gateway, progress, rubrics, ray_address)
+    return _go(folder, started, [], backend, gateway, progress, rubrics, ray_address, stop)
 
 
 def resume_run(
@@ -273,8 +276,10 @@ def resume_run(
     gateway: Gateway | None = None,
     progress: Progress | None = None,
     ray_address: str | None = None,
+    stop: StopRequest | None = None,
 ) -> RunResult:
-    """Continue the run in ``run_dir`` with its own spec, skipping every sample already graded.
+    """Continue the run in ``run_dir`` with its own spec, skipping every sample already graded (``stop`` as for
+    :func:`start_run`).
 
     A run that already finished or timed out is not run again; its record is rebuilt. A run stopped by a circuit
     breaker continues like an interrupted one; its model judges are dry-run again first, so a judge that is still
@@ -307,7 +312,7 @@ def resume_run(
             "judge_dry_runs": dry_runs,
         }
     )
-    return _go(run_dir, started, entries, backend, gateway, progress, rubrics, ray_address)
+    return _go(run_dir, started, entries, backend, gateway, progress, rubrics, ray_address, stop)
 
 
 def _timed_out(entries: list[Entry]) -> bool:
@@ -330,6 +335,7 @@ def _go(
     progress: Progress | None,
     rubrics: RubricSet,
     ray_address: str | None = None,
+    stop: StopRequest | None = None,
 ) -> RunResult:
     spec = started.spec
     log.configure(folder / LOG_NAME)
@@ -360,7 +366,7 @@ def _go(
         "graded": graded,
     }
     if spec.backend == "ray":
-        return _go_on_cluster(folder, started, progress, ray_address, common)
+        return _go_on_cluster(folder, started, progress, ray_address, common, stop)
     own_gateway = None
     if gateway is None and spec.candidate and spec.calibration is None:
         from runner.gateway.server import Gateway
@@ -369,30 +375,44 @@ def _go(
         own_gateway = gateway = Gateway(spec.candidate)
     runner = backend or make_backend(spec.backend)
     try:
-        outcome = _execute(folder, started, progress, common, backend=runner, gateway=gateway)
+        outcome = _execute(folder, started, progress, common, stop, backend=runner, gateway=gateway)
     finally:
         if backend is None:
             runner.close()
         if own_gateway is not None:
             own_gateway.close()
-    return _finish(folder, outcome)
+    return _finish(folder, outcome, write=not (stop is not None and stop.hands_off))
 
 
 def _execute(
-    folder: Path, started: RunStarted, progress: Progress | None, common: dict[str, Any], **where: Any
+    folder: Path,
+    started: RunStarted,
+    progress: Progress | None,
+    common: dict[str, Any],
+    stop: StopRequest | None,
+    journaling: Callable[[Journal], AbstractContextManager[None]] | None = None,
+    **where: Any,
 ) -> Outcome:
-    """Journal the start, run the plan (``common`` and where its samples run), and journal a completed end."""
+    """Journal the start, run the plan (``common`` and where its samples run), and journal a completed end.
+
+    ``journaling``: what else journals while the plan runs (the cluster: the nodes it leaves out)."""
     with Journal(folder / JOURNAL_NAME) as journal:
         journal.append(started)
-        plan = RunPlan(journal=journal, **common, **where)
-        outcome, used = execute(plan, used_s=started.used_s, progress=progress)
+        with journaling(journal) if journaling is not None else nullcontext():
+            plan = RunPlan(journal=journal, **common, **where)
+            outcome, used = execute(plan, used_s=started.used_s, progress=progress, stop=stop)
         if outcome == "completed":
             journal.append(RunFinished(used_s=round(used, 3)))
     return outcome
 
 
 def _go_on_cluster(
-    folder: Path, started: RunStarted, progress: Progress | None, ray_address: str | None, common: dict[str, Any]
+    folder: Path,
+    started: RunStarted,
+    progress: Progress | None,
+    ray_address: str | None,
+    common: dict[str, Any],
+    stop: StopRequest | None = None,
 ) -> RunResult:
     # The driver keeps the journal, grading, judges and record; the cluster's nodes run the samples, each with
     # its own model gateway and keys, so no gateway runs here.
@@ -406,15 +426,18 @@ def _go_on_cluster(
         task_set=started.digests.task_set,
         ground_truth=started.digests.ground_truth,
         images=started.images,
+        candidate_model=started.resolved_models.get(spec.candidate or ""),
     )
     address = ray_address or os.environ.get("RAY_ADDRESS")
     needs_model = spec.candidate if spec.candidate and spec.calibration is None else None
     cluster = RayRunner.connect(address, started.run_id, expected, candidate=needs_model)
     try:
-        outcome = _execute(folder, started, progress, common, backend=_NoBackend(), runner=cluster)
+        outcome = _execute(
+            folder, started, progress, common, stop, cluster.journaling, backend=_NoBackend(), runner=cluster
+        )
     finally:
         cluster.close()
-    return _finish(folder, outcome)
+    return _finish(folder, outcome, write=not (stop is not None and stop.hands_off))
 
 
 class _NoBackend(Backend[Any]):
@@ -436,9 +459,15 @@ class _NoBackend(Backend[Any]):
         raise SandboxError("a cluster run's driver runs no sandbox")
 
 
-def _finish(folder: Path, outcome: Outcome) -> RunResult:
+def _finish(folder: Path, outcome: Outcome, *, write: bool = True) -> RunResult:
     tasks = load_tasks(tasks_dir())
     record = build_record(read_entries(folder / JOURNAL_NAME), tasks)
+    if not write:
+        # A hands-off stop: the folder is another process's now, and so are its record and report.
+        return RunResult(
+            run_dir=folder, outcome=outcome, record_path=folder / RECORD_NAME, record=record,
+            report_path=folder / REPORT_NAME,
+        )  # fmt: skip
     path = write_record(folder, record)
     report = write_report(folder, record, tasks=tasks)
     return RunResult(run_dir=folder, outcome=outcome, record_path=path, record=record, report_path=report)

@@ -120,3 +120,66 @@ def postgres_cluster() -> Iterator[str]:
     finally:
         as_postgres(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def board_in_process(data_dir: Path, **settings: Any) -> Any:
+    """A board's context (database migrated, signing key made) for driving its worker in this process."""
+    from runner.board.config import BoardConfig
+    from runner.board.serve import open_board
+
+    config = BoardConfig.model_validate(
+        {"board_id": "test-board", "data_dir": data_dir, "judges": ["ref#1", "ref#2"], **settings}
+    )
+    return open_board(config)
+
+
+def add_submission(ctx: Any, image_tag: str, *, state: str = "received", name: str = "in process") -> int:
+    """A submission of ``image_tag`` (already loaded in the engine) by a new token, written straight to the board's
+    database in ``state``, held by no one: the next claim takes it."""
+    import docker
+
+    from runner.board.db import Submission, Token, utcnow
+
+    client = docker.from_env()
+    try:
+        image_id = str(client.images.get(image_tag).id)
+    finally:
+        client.close()
+    now = utcnow()
+    with ctx.sessions() as session, session.begin():
+        token = Token(submitter=name, token_sha256=os.urandom(32).hex(), created_at=now, expires_at=None, open_limit=9)
+        session.add(token)
+        session.flush()
+        sub = Submission(
+            token_id=token.id, display_name=name, candidate=ctx.config.candidates[0], links=[], state=state,
+            upload_sha256="0" * 64, upload_bytes=0, image_id=image_id, image_tag=image_tag, worker=None,
+            samples_done=0, samples_planned=0, created_at=now, updated_at=now,
+        )  # fmt: skip
+        session.add(sub)
+        session.flush()
+        return int(sub.id)
+
+
+def board_tag(source: str, name: str) -> str:
+    """Tag ``source`` as a board would tag a submission's image (a worker may remove that tag; ``source`` stays)."""
+    import docker
+
+    tag = f"ispm-board/{name}:{os.urandom(4).hex()}"
+    client = docker.from_env()
+    try:
+        repository, _, version = tag.partition(":")
+        client.images.get(source).tag(repository, version)
+    finally:
+        client.close()
+    return tag
+
+
+def containers_of(run_id: str) -> list[str]:
+    """Every container (running or not) labelled with ``run_id``."""
+    import docker
+
+    client = docker.from_env()
+    try:
+        return [c["Id"] for c in client.api.containers(all=True, filters={"label": f"ispm.run={run_id}"})]
+    finally:
+        client.close()

@@ -280,12 +280,16 @@ def test_pages_in_chromium_show_the_submitters_name_as_text(
 
 
 KILL_TASKS = ["ispm-001", "ispm-002", "ispm-003", "ispm-004", "ispm-005", "ispm-006"]
+KILL_LEASE_S = 10.0
+KILL_HEARTBEAT_S = 1.0
 
 
 def test_a_board_killed_mid_run_resumes_and_publishes_once(
     refs: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The board started again is another worker: it takes the submission over once the dead one's lease ran out."""
     import time
+    from datetime import UTC, datetime
 
     from runner.run.journal import RunStarted, SampleGraded, read_entries
 
@@ -298,6 +302,8 @@ def test_a_board_killed_mid_run_resumes_and_publishes_once(
             "max_upload_bytes": 1 << 30,
             "smoke_task": TASK,
             "trial": {"tasks": KILL_TASKS, "epochs": 1, "calibration": "replay"},
+            "lease_s": KILL_LEASE_S,
+            "heartbeat_s": KILL_HEARTBEAT_S,
         }
         env = {"OPENAI_API_KEY": "sk-board-e2e", "OPENAI_BASE_URL": candidate.openai_base}
         board = BoardProcess(tmp_path / "board", settings, env).start()
@@ -310,6 +316,7 @@ def test_a_board_killed_mid_run_resumes_and_publishes_once(
                 assert time.monotonic() < deadline, "the run never graded a sample"
                 time.sleep(0.1)
             board.kill()
+            killed_at = datetime.now(UTC)
             graded_before = sum(isinstance(e, SampleGraded) for e in read_entries(journal))
             assert graded_before < len(KILL_TASKS)
             board.start()
@@ -320,6 +327,9 @@ def test_a_board_killed_mid_run_resumes_and_publishes_once(
     entries = read_entries(journal)
     starts = [e for e in entries if isinstance(e, RunStarted)]
     assert [s.resumed for s in starts] == [False, True]
+    # The dead board's last renewal came at most a heartbeat before the kill: its lease held until it ran out.
+    waited = (datetime.fromisoformat(starts[1].ts) - killed_at).total_seconds()
+    assert waited >= KILL_LEASE_S - KILL_HEARTBEAT_S - 0.5, waited
     graded = [(e.task_id, e.epoch) for e in entries if isinstance(e, SampleGraded)]
     assert sorted(graded) == [(t, 1) for t in KILL_TASKS]  # each sample graded once, none twice
     published = sorted((board.folder / "data" / "published").glob("*.tar.gz"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,8 +16,11 @@ from typing import Any
 
 import httpx
 import pytest
-from board_fixtures import BoardProcess, browser
+from board_fixtures import ISPM, BoardProcess, browser
 from sqlalchemy import create_engine, text
+
+from runner.board.errors import BoardError
+from runner.board.serve import cancel_as_admin
 
 __all__ = ["browser"]  # a fixture, imported for pytest
 CAP = 64 * 1024
@@ -189,7 +193,8 @@ def test_an_expired_token_is_refused(board: BoardProcess) -> None:
 
 
 def _store(board: BoardProcess, submitter: str, name: str, state: str) -> int:
-    """A submission row written straight to the board's SQLite, held by a worker that is not there (nothing runs it)."""
+    """A submission row written straight to the board's SQLite, held by a worker that is not there under a lease
+    that never runs out (nothing runs it)."""
     engine = create_engine(f"sqlite:///{board.folder / 'data' / 'board.sqlite'}")
     try:
         with engine.begin() as db:
@@ -197,9 +202,10 @@ def _store(board: BoardProcess, submitter: str, name: str, state: str) -> int:
             db.execute(
                 text(
                     "INSERT INTO submissions (token_id, display_name, candidate, links, state, upload_sha256,"
-                    " upload_bytes, image_id, image_tag, samples_done, samples_planned, created_at, updated_at, worker)"
+                    " upload_bytes, image_id, image_tag, samples_done, samples_planned, created_at, updated_at, worker,"
+                    " lease_until)"
                     " VALUES (:t, :n, 'openai/cand', '[]', :s, '', 0, '', '', 0, 0, '2026-01-01', '2026-01-01',"
-                    " 'elsewhere')"
+                    " 'elsewhere', '2999-01-01 00:00:00.000000')"
                 ),
                 {"t": token_id, "n": name, "s": state},
             )
@@ -230,10 +236,11 @@ def test_an_open_submissions_status_page_refreshes_itself(board: BoardProcess) -
     assert "http-equiv" not in httpx.get(f"{board.url}/submissions/{closed_id}", timeout=10).text
 
 
-def test_only_its_own_token_cancels_a_submission_before_it_runs(board: BoardProcess) -> None:
+def test_only_its_own_token_cancels_a_submission_until_it_is_being_published(board: BoardProcess) -> None:
     owner, other = board.token("grace"), board.token("heidi")
     queued = _store(board, "grace", "to cancel", "queued")
     running = _store(board, "grace", "running", "running")
+    auditing = _store(board, "grace", "auditing", "auditing")
     url = f"{board.url}/api/v1/submissions"
 
     def delete(sub_id: int, token: str) -> httpx.Response:
@@ -241,18 +248,39 @@ def test_only_its_own_token_cancels_a_submission_before_it_runs(board: BoardProc
 
     refused = delete(queued, other)
     assert (refused.status_code, refused.json()) == (403, {"error": "this submission was made with another token"})
-    done = delete(queued, owner)
-    assert done.status_code == 200
-    assert (done.json()["state"], done.json()["reason"]) == ("cancelled", "cancelled by the submitter")
+    for sub_id in (queued, running):
+        done = delete(sub_id, owner)
+        assert done.status_code == 200
+        assert (done.json()["state"], done.json()["reason"]) == ("cancelled", "cancelled by the submitter")
     again = delete(queued, owner)
     assert (again.status_code, again.json()) == (
         409,
-        {"error": f"submission {queued} is cancelled; only one not yet running can be cancelled"},
+        {"error": f"submission {queued} is cancelled; only one not yet auditing can be cancelled"},
     )
-    busy = delete(running, owner)
-    assert (busy.status_code, busy.json()) == (
+    late = delete(auditing, owner)
+    assert (late.status_code, late.json()) == (
         409,
-        {"error": f"submission {running} is running; only one not yet running can be cancelled"},
+        {"error": f"submission {auditing} is auditing; only one not yet auditing can be cancelled"},
+    )
+
+
+def test_the_admin_cancels_any_submission_with_a_reason(board: BoardProcess) -> None:
+    board.token("ivan")
+    running = _store(board, "ivan", "misbehaves", "running")
+    done = subprocess.run(
+        [ISPM, "board", "cancel", str(board.config), str(running), "--reason", "it mines coins"],
+        capture_output=True, text=True, env=board.env, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    reason = "cancelled by the board's admin: it mines coins"
+    assert done.stdout.strip() == f"submission {running}: cancelled ({reason})"
+    shown = httpx.get(f"{board.url}/api/v1/submissions/{running}", timeout=10).json()
+    assert (shown["state"], shown["reason"]) == ("cancelled", reason)
+    with pytest.raises(BoardError) as refused:
+        cancel_as_admin(board.config, running)
+    assert (refused.value.status, str(refused.value)) == (
+        409,
+        f"submission {running} is cancelled; only one not yet auditing can be cancelled",
     )
 
 

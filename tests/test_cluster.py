@@ -26,14 +26,15 @@ from typing import Any
 
 import pytest
 from fake_provider import FakeProvider, Reply, openai_completion
-from loopback_cluster import LOOPBACK, loopback_cluster
+from loopback_cluster import LOOPBACK, environment, loopback_cluster
 
 from runner import __version__
+from runner.cluster import SANDBOX_RESOURCE
 from runner.cluster.driver import RayRunner, connected, stage_image
 from runner.cluster.model import ClusterError, NodeExpectations
 from runner.gateway.preflight import PreflightError, preflight
 from runner.paths import tasks_dir
-from runner.pipeline import RunResult, image_ids, resume_run, start_run
+from runner.pipeline import LOG_NAME, RunResult, image_ids, resume_run, start_run
 from runner.run.calibration import calibration_spec
 from runner.run.digests import current_digests
 from runner.run.journal import JOURNAL_NAME, SampleFinished, SampleGraded, read_entries
@@ -47,6 +48,8 @@ from runner.tasks.view import agent_files
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 SUBSET = ["ispm-001", "ispm-010", "ispm-030", "ispm-060", "ispm-090", "ispm-127"]
+JOIN_TASKS = 40
+"""The mid-run join test's tasks: enough that the run is still going when the new nodes are admitted."""
 UNITS = 2
 CANDIDATE_KEY = "sk-cluster-candidate-5e1d"
 SQL = "SELECT status, count(*) AS n FROM okta_users GROUP BY status ORDER BY status"
@@ -188,11 +191,11 @@ def test_calibration_across_the_cluster_scores_as_on_one_machine_on_both_workers
     assert _containers_of(record.run_id) == []
 
 
-def test_a_node_whose_image_id_differs_is_refused(nodes: Nodes) -> None:
+def test_a_cluster_whose_every_node_is_refused_does_not_run_naming_each(nodes: Nodes) -> None:
     tag = resolve_image("replay")
     (real,) = image_ids(calibration_spec("replay", tasks=SUBSET)).values()
     expected = _expectations({tag: "sha256:" + "0" * 64})
-    with pytest.raises(ClusterError, match="a cluster node was refused") as caught:
+    with pytest.raises(ClusterError, match="every sandbox node of the cluster was refused") as caught:
         RayRunner.connect(nodes.address, "refused", expected, candidate=None)
     assert sorted(caught.value.problems) == sorted(
         f"node {n[:12]} ({os.uname().nodename}): image {tag} is {real}, run_started recorded sha256:{'0' * 64}; "
@@ -207,8 +210,9 @@ def test_a_model_run_on_the_cluster_counts_tokens_as_on_one_machine(nodes: Nodes
         {"id": "c2", "type": "function", "function": {"name": "run_sql", "arguments": json.dumps({"sql": SQL})}},
         {"id": "c3", "type": "function", "function": {"name": "submit_answer", "arguments": json.dumps(ANSWER)}},
     ]
-    # Preflight: each worker probes the candidate once, with its own key.
-    nodes.provider.push(*[Reply(body=openai_completion("ok", model="cand-2026-11-01")) for _ in nodes.workers])
+    # Each worker probes the candidate with its own key twice: at preflight, and when the run checks its nodes.
+    probe = Reply(body=openai_completion("ok", model="cand-2026-11-01"))
+    nodes.provider.push(*[probe for _ in nodes.workers for _ in ("preflight", "admission")])
     for (prompt, completion, cached), call in zip(AGENT_STEPS, calls, strict=True):
         body = openai_completion(
             None, prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached, tool_calls=[call]
@@ -253,6 +257,38 @@ def test_a_model_run_on_the_cluster_counts_tokens_as_on_one_machine(nodes: Nodes
     for path in (tmp_path / "run").rglob("*"):
         if path.is_file():
             assert CANDIDATE_KEY.encode() not in path.read_bytes(), path
+
+
+def test_a_node_without_the_candidates_key_is_left_out_of_a_model_run(nodes: Nodes, tmp_path: Path) -> None:
+    odd = _odd_node(nodes, {"OPENAI_API_KEY": None})
+    # The two workers with the key probe at preflight and again at admission; the odd one cannot, and is left out.
+    probe = Reply(body=openai_completion("ok", model="cand-2026-11-01"))
+    nodes.provider.push(*[probe for _ in nodes.workers for _ in ("preflight", "admission")])
+    submit = {"id": "c1", "type": "function", "function": {"name": "submit_answer", "arguments": json.dumps(ANSWER)}}
+    nodes.provider.push(Reply(body=openai_completion(None, tool_calls=[submit])))
+    spec = RunSpec(
+        agent_image="reference",
+        candidate="openai/cand",
+        judges=("ref#1", "ref#2"),
+        epochs=1,
+        concurrency=1,
+        tasks=["ispm-001"],
+        backend="ray",
+    )
+    try:
+        nodes.cluster.wait_for_nodes()
+        result = start_run(spec, tmp_path / "run", ray_address=nodes.address)
+    finally:
+        nodes.cluster.remove_node(odd)
+    record = result.record
+    assert record.status == "completed" and record.resolved_models == {"openai/cand": "cand-2026-11-01"}
+    (sample,) = record.samples
+    assert sample.status == "ok" and sample.node in nodes.worker_ids() and sample.attempts == []
+    (left,) = record.nodes_left_out
+    assert (left.node, left.joined) == (str(odd.node_id), False)
+    (reason,) = left.reasons
+    where = f"node {left.node[:12]} ({os.uname().nodename})"
+    assert reason.startswith(f"{where}: its model gateway cannot start: ") and "OPENAI_API_KEY" in reason
 
 
 def test_a_node_without_the_candidates_key_fails_preflight_naming_itself(nodes: Nodes, tmp_path: Path) -> None:
@@ -320,6 +356,88 @@ def test_an_image_ships_through_the_object_store_in_chunks_and_loads_on_a_node(n
         with contextlib.suppress(docker.errors.ImageNotFound):
             client.images.remove(tag)
         client.close()
+
+
+def _odd_node(nodes: Nodes, changes: dict[str, str | None]) -> Any:
+    """One more worker like the others, its processes started with ``changes`` to the environment."""
+    with environment(changes):
+        return nodes.cluster.add_node(num_cpus=UNITS, resources={SANDBOX_RESOURCE: UNITS}, node_ip_address=LOOPBACK)
+
+
+def _no_engine(tmp_path: Path) -> dict[str, str | None]:
+    # A node whose Docker engine does not answer: it advertises sandbox units like any other.
+    return {"DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}
+
+
+def _engine_refusal(node: str) -> str:
+    return f"node {node[:12]} ({os.uname().nodename}): its Docker engine cannot be reached: cannot reach the Docker engine: "
+
+
+def test_a_node_that_fails_its_checks_is_left_out_and_the_run_goes_on_without_it(
+    nodes: Nodes, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    odd = _odd_node(nodes, _no_engine(tmp_path))
+    try:
+        nodes.cluster.wait_for_nodes()
+        result = _calibration(nodes, tmp_path / "run")
+    finally:
+        nodes.cluster.remove_node(odd)
+    odd_id, record = str(odd.node_id), result.record
+    assert record.status == "completed"
+    assert record.scores is not None and record.scores.dimensions["answer_correctness"].mean == 1.0
+    assert sorted(_graded(tmp_path / "run")) == [(t, 1) for t in SUBSET]
+    # No sample went to the odd node: one that had would have been refused there and show as a lost attempt.
+    assert {s.node for s in record.samples} <= nodes.worker_ids()
+    assert all(s.attempts == [] for s in record.samples)
+    (left,) = record.nodes_left_out
+    assert (left.node, left.host, left.joined) == (odd_id, os.uname().nodename, False)
+    (reason,) = left.reasons
+    assert reason.startswith(_engine_refusal(odd_id))
+    assert "cluster.node_left_out" in capsys.readouterr().err  # and it was said on the terminal
+    assert _containers_of(record.run_id) == []
+
+
+def test_nodes_that_join_mid_run_are_checked_before_they_get_work(nodes: Nodes, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    tasks = sorted(t.id for t in load_tasks(tasks_dir()))[:JOIN_TASKS]
+    # More samples in flight than the first two workers hold: some always wait, so a node admitted mid-run gets work.
+    spec = calibration_spec("replay", epochs=1, concurrency=3 * UNITS, tasks=tasks, backend="ray")  # type: ignore[arg-type]
+    found: dict[str, RunResult] = {}
+    thread = threading.Thread(
+        target=lambda: found.setdefault("result", start_run(spec, run_dir, ray_address=nodes.address))
+    )
+    thread.start()
+    joined: list[Any] = []
+    try:
+        journal = run_dir / JOURNAL_NAME
+        deadline = time.monotonic() + 120
+        while thread.is_alive() and time.monotonic() < deadline:
+            if journal.exists() and b'"sample_finished"' in journal.read_bytes():
+                break
+            time.sleep(0.05)
+        joined += [_odd_node(nodes, {}), _odd_node(nodes, _no_engine(tmp_path))]
+    finally:
+        thread.join(timeout=600)
+        for node in joined:
+            nodes.cluster.remove_node(node)
+    good, bad = (str(n.node_id) for n in joined)
+    record = found["result"].record
+    assert record.status == "completed"
+    assert record.scores is not None and record.scores.dimensions["answer_correctness"].mean == 1.0
+    assert sorted(_graded(run_dir)) == [(t, 1) for t in tasks]
+    # The node that passed took samples once admitted; none before (its own guard would have refused it, a lost
+    # attempt); the one that failed took none.
+    ran = {s.node for s in record.samples}
+    assert good in ran and bad not in ran and ran <= nodes.worker_ids() | {good}
+    assert all(s.attempts == [] for s in record.samples)
+    (left,) = record.nodes_left_out
+    assert (left.node, left.joined) == (bad, True)
+    (reason,) = left.reasons
+    assert reason.startswith(_engine_refusal(bad))
+    events = [json.loads(line) for line in (run_dir / LOG_NAME).read_text().splitlines()]
+    admitted = [e for e in events if e.get("event") == "cluster.nodes_admitted" and e.get("joined")]
+    assert [sorted(e["nodes"]) for e in admitted] == [[good]]
+    assert _containers_of(record.run_id) == []
 
 
 def test_a_driver_killed_with_kill_9_resumes_on_the_cluster(nodes: Nodes, tmp_path: Path) -> None:

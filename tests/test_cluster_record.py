@@ -19,9 +19,18 @@ from runner.grading.rubric import load_rubrics
 from runner.paths import tasks_dir, world_dir
 from runner.pipeline import make_judges
 from runner.record.build import build_record
+from runner.record.model import LeftOutNode
 from runner.run.calibration import calibration_spec
 from runner.run.digests import current_digests
-from runner.run.journal import JOURNAL_NAME, Journal, RunStarted, SampleAttempt, SampleFinished, read_entries
+from runner.run.journal import (
+    JOURNAL_NAME,
+    Journal,
+    NodeLeftOut,
+    RunStarted,
+    SampleAttempt,
+    SampleFinished,
+    read_entries,
+)
 from runner.run.scheduler import RanSample, RunPlan, execute
 from runner.run.spec import RunError, RunSpec, official
 from runner.sandbox.backend import SampleSpec
@@ -33,7 +42,12 @@ TASKS = ["ispm-001", "ispm-002", "ispm-003"]
 TRUTH = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME).tasks
 BY_ID = {t.id: t for t in load_tasks(tasks_dir())}
 EXPECTED = NodeExpectations(
-    runner_version="0.1.0", world_logical="w", task_set="t", ground_truth="g", images={"ispm/agent:1": "sha256:aa"}
+    runner_version="0.1.0",
+    world_logical="w",
+    task_set="t",
+    ground_truth="g",
+    images={"ispm/agent:1": "sha256:aa"},
+    candidate_model="cand-2026",
 )
 
 
@@ -76,6 +90,28 @@ def _check(**update: object) -> NodeCheck:
         (
             _check(gateway_error="OPENAI_API_KEY is not set"),
             ["node nnnnnnnnnnnn (h1): its model gateway cannot start: OPENAI_API_KEY is not set"],
+            [],
+        ),
+        (
+            _check(images={}, engine_error="cannot reach the Docker engine: refused"),
+            ["node nnnnnnnnnnnn (h1): its Docker engine cannot be reached: cannot reach the Docker engine: refused"],
+            [],  # nothing to ship to
+        ),
+        (
+            _check(probe_error="openai/cand: http://127.0.0.1:9/v1 rejected the key (HTTP 401)"),
+            [
+                "node nnnnnnnnnnnn (h1): its probe of the candidate failed: "
+                "openai/cand: http://127.0.0.1:9/v1 rejected the key (HTTP 401)"
+            ],
+            [],
+        ),
+        (_check(candidate_model="cand-2026"), [], []),
+        (
+            _check(candidate_model="cand-2027"),
+            [
+                "node nnnnnnnnnnnn (h1): its provider returned model 'cand-2027' for the candidate, run_started "
+                "recorded 'cand-2026'"
+            ],
             [],
         ),
     ],
@@ -163,3 +199,18 @@ def test_a_duplicate_result_is_an_attempt_never_a_second_vote(tmp_path: Path) ->
     assert first.votes == before.samples[0].votes and first.queries_declared == before.samples[0].queries_declared
     assert after.scores == before.scores
     assert [first.model_copy(update={"attempts": []}), *after.samples[1:]] == before.samples
+
+
+def test_a_node_left_out_is_in_the_record_and_changes_nothing_else(tmp_path: Path) -> None:
+    folder = _run(tmp_path, FlakyCluster())
+    before = build_record(read_entries(folder / JOURNAL_NAME), BY_ID.values())
+    reasons = ["node nnnnnnnnnnnn (h9): task set digest is x, the driver's is t"]
+    with Journal(folder / JOURNAL_NAME) as journal:
+        journal.append(NodeLeftOut(node="n" * 56, host="h9", joined=True, reasons=reasons))
+    entries = read_entries(folder / JOURNAL_NAME)
+    after = build_record(entries, BY_ID.values())
+    assert before.nodes_left_out == []
+    assert after.nodes_left_out == [
+        LeftOutNode(node="n" * 56, host="h9", joined=True, reasons=reasons, at=entries[-1].ts)
+    ]
+    assert after.model_copy(update={"nodes_left_out": []}) == before

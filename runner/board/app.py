@@ -6,6 +6,7 @@ as it arrives, so a large image never sits in memory.
 
 from __future__ import annotations
 
+import functools
 import secrets
 from datetime import datetime
 from pathlib import Path
@@ -24,6 +25,7 @@ from runner import __version__
 from runner.board import pages
 from runner.board.db import CLOSED, Submission, utcnow
 from runner.board.errors import BoardError
+from runner.board.lease import Hold, lease_end
 from runner.board.quarantine import board_tag, inspect_archive, load_image, remove_image
 from runner.board.signing import public_pem
 from runner.board.tokens import authenticate, bearer
@@ -85,6 +87,17 @@ def view(sub: Submission, base_url: str) -> SubmissionView:
     return SubmissionView(**fields, status_url=f"{base_url}/submissions/{sub.id}")
 
 
+def binary_sha256(path: Path) -> str:
+    """sha256 of the served ``ispm`` binary, hashed once per version of the file, not on every page view (~100 MB)."""
+    stat = path.stat()
+    return _sha256_of(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _sha256_of(path: Path, mtime_ns: int, size: int) -> str:
+    return file_sha256(path)
+
+
 def _base(request: Request) -> str:
     return str(request.base_url).rstrip("/")
 
@@ -128,27 +141,33 @@ def create_app(ctx: BoardContext) -> Starlette:
     def register(token_id: int, name: str, candidate: str, links: list[str], path: Path, size: int, sha: str) -> int:
         archive = inspect_archive(path)
         now = utcnow()
+        # Held (under a lease) while its image loads, so no worker takes it before it has one.
+        holder = f"{config.board_id}/upload/{secrets.token_hex(4)}"
         with ctx.sessions() as session, session.begin():
             sub = Submission(
                 token_id=token_id, display_name=name, candidate=candidate, links=links, state="received",
                 upload_sha256=sha, upload_bytes=size, image_id=archive.image_id, image_tag="",
-                worker=f"{config.board_id}/upload", samples_done=0, samples_planned=0,
+                worker=holder, lease_until=lease_end(ctx), samples_done=0, samples_planned=0,
                 created_at=now, updated_at=now,
             )  # fmt: skip
             session.add(sub)
             session.flush()
             sub_id = sub.id
         tag = board_tag(sub_id, archive)
-        try:
-            image_id = load_image(path, archive, tag)
-        except BoardError as exc:
+        with Hold(ctx, sub_id, holder):
+            try:
+                image_id = load_image(path, archive, tag)
+            except BoardError as exc:
+                with ctx.sessions() as session, session.begin():
+                    row = session.get_one(Submission, sub_id)
+                    row.state, row.reason = "failed", f"quarantine: {exc}"
+                raise
             with ctx.sessions() as session, session.begin():
                 row = session.get_one(Submission, sub_id)
-                row.state, row.reason, row.worker = "failed", f"quarantine: {exc}", None
-            raise
-        with ctx.sessions() as session, session.begin():
-            row = session.get_one(Submission, sub_id)
-            row.image_id, row.image_tag, row.worker = image_id, tag, None
+                row.image_id, row.image_tag = image_id, tag
+                cancelled = row.state == "cancelled"
+        if cancelled:
+            remove_image(tag)  # cancelled while its image loaded: no worker will ever take it
         return sub_id
 
     async def submit(request: Request) -> Response:
@@ -188,9 +207,9 @@ def create_app(ctx: BoardContext) -> Starlette:
     def cancel_submission(request: Request) -> Response:
         with ctx.sessions() as session:
             token = authenticate(session, bearer(request.headers.get("authorization")))
-        sub = cancel(ctx, int(request.path_params["id"]), token.id)
-        if sub.image_tag:
-            remove_image(sub.image_tag)
+        sub = cancel(ctx, int(request.path_params["id"]), token_id=token.id, reason="cancelled by the submitter")
+        if sub.worker is None and sub.image_tag:
+            remove_image(sub.image_tag)  # no worker holds it, so nothing runs the image; else its worker removes it
         return JSONResponse(view(sub, _base(request)).model_dump(mode="json"))
 
     def status_json(request: Request) -> Response:
@@ -236,7 +255,7 @@ def create_app(ctx: BoardContext) -> Starlette:
         binary = config.binary if config.binary is not None and config.binary.is_file() else None
         html = pages.board_page(
             "local", "Run it locally", version=__version__, binary=binary,
-            binary_sha256=file_sha256(binary) if binary else None, judges=config.judges,
+            binary_sha256=binary_sha256(binary) if binary else None, judges=config.judges,
             base_url=_base(request), key_sha256=key_sha, public_key=key_pem,
         )  # fmt: skip
         return HTMLResponse(html)

@@ -124,10 +124,10 @@ def submission_status(board: str, submission_id: int) -> dict[str, Any]:
 
 
 def cancel_submission(board: str, submission_id: int) -> dict[str, Any]:
-    """Cancel a submission made with this token that has not started running.
+    """Cancel a submission made with this token that is not yet being published (a running one stops).
 
     Raises:
-        BoardError: the board refused (another token's, already running or closed) or is unreachable.
+        BoardError: the board refused (another token's, auditing or closed) or is unreachable.
     """
     try:
         response = httpx.delete(

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from runner.board.errors import BoardError
 from runner.run.spec import Calibration
@@ -47,8 +47,11 @@ class BoardConfig(BaseModel):
     """The two judge aliases every official run uses."""
     candidates: list[str] = Field(min_length=1)
     """The candidate models the board serves; a submission names one of them."""
-    backend: Literal["docker"] = "docker"
-    """Where samples run: this machine's Docker engine (a Ray cluster backend is not wired to the board yet)."""
+    backend: Literal["docker", "ray"] = "docker"
+    """Where an official run's samples run: this machine's Docker engine, or the Ray cluster at ``ray_address``
+    (``runner.cluster``). The smoke test always runs on this machine's engine."""
+    ray_address: str | None = None
+    """The cluster of the ``ray`` backend (``host:port``); by default ``RAY_ADDRESS`` from the board's environment."""
     max_upload_bytes: int = Field(default=DEFAULT_UPLOAD_CAP, gt=0)
     """The largest ``docker save`` stream accepted; a longer one is cut off and refused."""
     open_submissions_per_token: int = Field(default=2, ge=1)
@@ -57,10 +60,23 @@ class BoardConfig(BaseModel):
     """The one task an image is smoke-tested on before its run is queued."""
     smoke_limit_s: float = Field(default=120.0, gt=0)
     """Wall time of the smoke sample: a broken image fails in a minute, not after 12 hours."""
+    lease_s: float = Field(default=60.0, gt=0)
+    """How long a worker's hold on a submission lasts unless renewed: a worker that died (a board killed with
+    ``kill -9``, a lost host) loses its submissions this long after its last renewal, and another worker takes them
+    over."""
+    heartbeat_s: float = Field(default=5.0, gt=0)
+    """How often a working worker renews its lease and looks for a cancel; under half of ``lease_s``."""
     binary: Path | None = None
     """A single-file ``ispm`` executable to serve with its sha256 on "Run it locally", when one is built."""
     trial: TrialSetting | None = None
     """TEST ONLY: a shortened run, recorded as not official. Absent on a real board."""
+
+    @model_validator(mode="after")
+    def _heartbeat_within_lease(self) -> BoardConfig:
+        # Two heartbeats fit in a lease, so one slow renewal does not lose it.
+        if self.heartbeat_s * 2 > self.lease_s:
+            raise ValueError(f"heartbeat_s ({self.heartbeat_s:g}) must be at most half of lease_s ({self.lease_s:g})")
+        return self
 
     def url(self) -> str:
         """The database URL, defaulting to SQLite in the data folder."""

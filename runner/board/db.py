@@ -1,8 +1,8 @@
 """The board's database: tokens and submissions, through SQLAlchemy 2, migrated by Alembic.
 
 SQLite (the embedded default) runs in WAL mode with a busy timeout, so the web server and the worker share it.
-PostgreSQL is for production; workers there claim a submission with ``FOR UPDATE SKIP LOCKED``
-(``runner.board.worker``).
+PostgreSQL is for production; workers there claim a submission with ``FOR UPDATE SKIP LOCKED`` and hold it with
+a lease (``runner.board.lease``).
 """
 
 from __future__ import annotations
@@ -72,6 +72,8 @@ class Submission(Base):
     """The board's own tag for it; the submitter's tags are never loaded."""
     worker: Mapped[str | None] = mapped_column(String(200))
     """The worker holding it now; ``None`` when no one is working on it."""
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """When the holder's lease runs out unless it renews it; past it, any worker may take the submission over."""
     run_id: Mapped[str | None] = mapped_column(String(100))
     run_dir: Mapped[str | None] = mapped_column(Text)
     samples_done: Mapped[int] = mapped_column(Integer, default=0)

@@ -1,10 +1,13 @@
-"""``ispm board serve`` and ``ispm board token create`` as plain functions: the CLI only parses and prints."""
+"""``ispm board serve``, ``ispm board token create`` and ``ispm board cancel`` as plain functions: the CLI only
+parses and prints."""
 
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import threading
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import uvicorn
@@ -13,7 +16,7 @@ from runner.board.config import BoardConfig, load_config
 from runner.board.db import make_engine, migrate, sessions
 from runner.board.signing import load_or_create_key
 from runner.board.tokens import create_token
-from runner.board.worker import BoardContext, recover, work_forever
+from runner.board.worker import BoardContext, cancel, work_forever
 
 
 def open_board(config: BoardConfig) -> BoardContext:
@@ -37,28 +40,61 @@ def create_board_token(config_path: Path, submitter: str, *, valid_days: float |
         ctx.engine.dispose()
 
 
+def cancel_as_admin(config_path: Path, submission_id: int, *, why: str | None = None) -> str:
+    """Cancel any submission on the board of ``config_path`` that is not yet being published; its new state line.
+
+    A running one is stopped by the worker that holds it, within its heartbeat.
+
+    Raises:
+        BoardError: no such submission, or it is auditing or closed.
+    """
+    from runner.board.quarantine import remove_image
+
+    ctx = open_board(load_config(config_path))
+    try:
+        reason = "cancelled by the board's admin" + (f": {why}" if why else "")
+        sub = cancel(ctx, submission_id, token_id=None, reason=reason)
+        if sub.worker is None and sub.image_tag:
+            remove_image(sub.image_tag)  # no worker holds it, so nothing runs the image
+        return f"submission {sub.id}: {sub.state} ({sub.reason})"
+    finally:
+        ctx.engine.dispose()
+
+
+def _cluster(config: BoardConfig) -> AbstractContextManager[None]:
+    """The board's one connection to its Ray cluster, shared by every worker thread's runs (Ray's is per process)."""
+    if config.backend != "ray":
+        return nullcontext()
+    from runner.cluster.driver import connected
+
+    return connected(config.ray_address or os.environ.get("RAY_ADDRESS"))
+
+
 def serve_board(config_path: Path, *, host: str = "127.0.0.1", port: int = 8640, workers: int = 1) -> None:
     """Serve the board of ``config_path`` on ``host:port`` with ``workers`` worker threads, until interrupted.
 
-    On start it releases what this board's workers held when it last stopped, so their runs resume from their
-    journals.
+    Submissions that a worker of a board that died was holding are taken over once its lease runs out, and their
+    runs resume from their journals (``runner.board.lease``).
     """
     from runner.board.app import create_app
 
     ctx = open_board(load_config(config_path))
-    recover(ctx)
     stop = threading.Event()
-    prefix = f"{ctx.config.board_id}/{socket.gethostname()}/{os.getpid()}"
+    # A holder's name must be unique across every board process: the lease's compare-and-set goes by it.
+    prefix = f"{ctx.config.board_id}/{socket.gethostname()}/{os.getpid()}-{secrets.token_hex(3)}"
     threads = [
         threading.Thread(target=work_forever, args=(ctx, f"{prefix}/{n}", stop), name=f"board-worker-{n}", daemon=True)
         for n in range(workers)
     ]
-    for thread in threads:
-        thread.start()
     try:
-        uvicorn.run(create_app(ctx), host=host, port=port, log_level="warning")
+        with _cluster(ctx.config):
+            for thread in threads:
+                thread.start()
+            try:
+                uvicorn.run(create_app(ctx), host=host, port=port, log_level="warning")
+            finally:
+                stop.set()
+                for thread in threads:
+                    thread.join(timeout=5)
     finally:
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=5)
         ctx.engine.dispose()

@@ -10,7 +10,15 @@ from typing import Final
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from runner.record.verify import Statement, statement_bytes, statement_paths
+from runner.record.model import RunRecord
+from runner.record.verify import (
+    Statement,
+    StatementDigests,
+    file_sha256,
+    public_key_sha256,
+    statement_bytes,
+    statement_paths,
+)
 
 KEY_NAME: Final = "board.key"
 PUBLIC_KEY_NAME: Final = "board.pub"
@@ -37,6 +45,34 @@ def load_or_create_key(data_dir: Path) -> Ed25519PrivateKey:
 def public_pem(key: Ed25519PrivateKey) -> bytes:
     """The public half of ``key`` as PEM: what ``/api/v1/key`` serves and ``ispm verify --key`` reads."""
     return key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def statement_of(
+    record: RunRecord, bundle: Path, *, board_id: str, key: Ed25519PrivateKey, submission_id: int, signed_at: str
+) -> Statement:
+    """What a board signs about ``bundle``, the bundled run of ``record``: the fields ``ispm verify`` checks."""
+    return Statement(
+        board_id=board_id,
+        key_sha256=public_key_sha256(key.public_key()),
+        submission_id=submission_id,
+        bundle_name=bundle.name,
+        bundle_sha256=file_sha256(bundle),
+        run_id=record.run_id,
+        official=record.official,
+        candidate=record.spec.candidate,
+        resolved_models=record.resolved_models,
+        digests=StatementDigests(
+            world=record.digests.world_logical,
+            task_set=record.digests.task_set,
+            ground_truth=record.digests.ground_truth,
+            rubric_set=record.digests.rubric_set,
+        ),
+        images=record.images,
+        runner_version=record.runner_version,
+        started_at=record.started_at,
+        ended_at=record.ended_at,
+        signed_at=signed_at,
+    )
 
 
 def sign_statement(key: Ed25519PrivateKey, statement: Statement, bundle: Path) -> tuple[Path, Path]:

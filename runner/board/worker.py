@@ -2,11 +2,14 @@
 
 received --smoke test--> verified --> queued --the run--> running --> auditing --audit, bundle, sign--> published
 
-Any step that fails closes the submission as ``failed`` with the reason. A worker *claims* a submission by setting
-``worker`` on its row with a compare-and-set ``UPDATE ... WHERE worker IS NULL``, after selecting it ``FOR UPDATE
-SKIP LOCKED`` on PostgreSQL (SQLite has no row locks; its write lock plus the compare-and-set is enough), so two
-workers never take the same one. A board started again releases what its own workers held (:func:`recover`) and
-resumes each running run from its journal; publishing is a compare-and-set from ``auditing``, so it happens once.
+Any step that fails closes the submission as ``failed`` with the reason. A worker claims a submission and holds it
+with a lease it renews while it works (``runner.board.lease``), so two workers, in one board process or on several
+hosts, never work the same one; a worker that died loses its lease, and another takes the submission over and
+resumes its run from the journal. Every write a worker makes applies only while it still holds the row, and only
+if the row is still in the state it expects; publishing is a compare-and-set from ``auditing``, so it happens once.
+
+A submission cancelled while it runs (by its submitter or the board's admin, :func:`cancel`) stops its run the
+way Ctrl-C does: no new sample, the run's sandboxes removed, ``run_interrupted`` journaled with the reason.
 """
 
 from __future__ import annotations
@@ -20,26 +23,28 @@ from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from sqlalchemy import select, update
+from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from runner.board.config import BoardConfig
 from runner.board.db import CLOSED, Submission, utcnow
+from runner.board.lease import Hold, claim
 from runner.board.quarantine import remove_image
-from runner.board.signing import sign_statement
+from runner.board.signing import sign_statement, statement_of
 from runner.errors import IspmError
 from runner.paths import tasks_dir
 from runner.record.audit import audit
 from runner.record.bundle import bundle
 from runner.record.model import RunRecord
-from runner.record.verify import Statement, StatementDigests, file_sha256, public_key_sha256
 from runner.run.journal import JOURNAL_NAME
 from runner.run.progress import Progress
 from runner.run.spec import RunSpec, official
 
 WORKING = ("received", "verified", "queued", "running", "auditing")
 """States a worker moves a submission out of."""
+CANCELLABLE = ("received", "verified", "queued", "running")
+"""States a submission can be cancelled in: once it is auditing, it is being published."""
 RUNS_DIR = "runs"
 PUBLISHED_DIR = "published"
 SMOKE_DIR = "smoke"
@@ -55,50 +60,22 @@ class BoardContext:
     key: Ed25519PrivateKey
 
 
-def claim(ctx: BoardContext, worker_id: str) -> int | None:
-    """Take the oldest open submission no worker holds; its id, or ``None`` when there is none."""
-    with ctx.sessions() as session, session.begin():
-        query = (
-            select(Submission.id)
-            .where(Submission.state.in_(WORKING), Submission.worker.is_(None))
-            .order_by(Submission.id)
-            .limit(1)
-        )
-        if ctx.engine.dialect.name == "postgresql":
-            query = query.with_for_update(skip_locked=True)
-        found = session.scalars(query).first()
-        if found is None:
-            return None
-        taken = session.execute(
+def _set(hold: Hold, **values: Any) -> None:
+    with hold.ctx.sessions() as session, session.begin():
+        session.execute(
             update(Submission)
-            .where(Submission.id == found, Submission.worker.is_(None))
-            .values(worker=worker_id, updated_at=utcnow())
+            .where(Submission.id == hold.id, Submission.worker == hold.holder)
+            .values(updated_at=utcnow(), **values)
         )
-        return found if taken.rowcount == 1 else None  # type: ignore[attr-defined]
 
 
-def recover(ctx: BoardContext) -> int:
-    """Release every open submission this board's workers held when it stopped; how many were released."""
-    with ctx.sessions() as session, session.begin():
-        done = session.execute(
-            update(Submission)
-            .where(Submission.state.in_(WORKING), Submission.worker.like(f"{ctx.config.board_id}/%"))
-            .values(worker=None)
-        )
-        return int(done.rowcount)  # type: ignore[attr-defined]
-
-
-def _set(ctx: BoardContext, submission_id: int, **values: Any) -> None:
-    with ctx.sessions() as session, session.begin():
-        session.execute(update(Submission).where(Submission.id == submission_id).values(updated_at=utcnow(), **values))
-
-
-def _advance(ctx: BoardContext, sub: Submission, state: str, **values: Any) -> bool:
-    """Move ``sub`` from the state it was loaded in to ``state``; False when someone moved it meanwhile (cancelled)."""
-    with ctx.sessions() as session, session.begin():
+def _advance(hold: Hold, sub: Submission, state: str, **values: Any) -> bool:
+    """Move ``sub`` from the state it was loaded in to ``state``; False when someone moved it meanwhile (cancelled)
+    or the hold was lost."""
+    with hold.ctx.sessions() as session, session.begin():
         moved = session.execute(
             update(Submission)
-            .where(Submission.id == sub.id, Submission.state == sub.state)
+            .where(Submission.id == sub.id, Submission.state == sub.state, Submission.worker == hold.holder)
             .values(state=state, updated_at=utcnow(), **values)
         )
         return bool(moved.rowcount)  # type: ignore[attr-defined]
@@ -109,68 +86,80 @@ def _load(ctx: BoardContext, submission_id: int) -> Submission:
         return session.get_one(Submission, submission_id)
 
 
-def fail(ctx: BoardContext, submission_id: int, reason: str) -> None:
-    """Close the submission as failed with ``reason`` and release it (a closed one stays as it is)."""
-    with ctx.sessions() as session, session.begin():
+def fail(hold: Hold, reason: str) -> None:
+    """Close the held submission as failed with ``reason`` (a closed one, or one held by another, stays as it is)."""
+    with hold.ctx.sessions() as session, session.begin():
         session.execute(
             update(Submission)
-            .where(Submission.id == submission_id, Submission.state.not_in(CLOSED))
-            .values(state="failed", reason=reason[:4000], worker=None, updated_at=utcnow())
+            .where(Submission.id == hold.id, Submission.state.not_in(CLOSED), Submission.worker == hold.holder)
+            .values(state="failed", reason=reason[:4000], updated_at=utcnow())
         )
 
 
 def work_one(ctx: BoardContext, worker_id: str) -> bool:
-    """Claim one submission and move it until it is closed (or the step fails); False when there was none."""
-    submission_id = claim(ctx, worker_id)
+    """Claim one submission and move it until it is closed, the step fails, or the lease is lost; False when there
+    was none to claim."""
+    submission_id = claim(ctx, worker_id, WORKING)
     if submission_id is None:
         return False
-    try:
-        while (sub := _load(ctx, submission_id)).state not in CLOSED:
-            step = STEPS[sub.state]
-            step(ctx, sub)
-    except IspmError as exc:
-        fail(ctx, submission_id, f"{type(exc).__name__}: {exc}")
-    except Exception as exc:
-        fail(ctx, submission_id, f"the board failed: {type(exc).__name__}: {exc}")
-        raise
-    finally:
-        _set(ctx, submission_id, worker=None)
+    with Hold(ctx, submission_id, worker_id) as hold:
+        try:
+            # A row another worker holds now is left at once, even before the heartbeat notices: a step whose
+            # compare-and-set was fenced out must not run again (a second resume of the same run).
+            while (sub := _load(ctx, submission_id)).state not in CLOSED and _mine(hold, sub):
+                step = STEPS[sub.state]
+                step(hold, sub)
+        except IspmError as exc:
+            fail(hold, f"{type(exc).__name__}: {exc}")
+        except Exception as exc:
+            fail(hold, f"the board failed: {type(exc).__name__}: {exc}")
+            raise
+        finally:
+            ended = _load(ctx, submission_id)
+            if _mine(hold, ended) and ended.state == "cancelled" and ended.image_tag:
+                remove_image(ended.image_tag)  # its run has stopped: nothing uses the image any more
     return True
 
 
-def _smoke(ctx: BoardContext, sub: Submission) -> None:
-    reason = smoke_test(ctx.config, sub)
+def _mine(hold: Hold, sub: Submission) -> bool:
+    return not hold.lost and sub.worker == hold.holder
+
+
+def _smoke(hold: Hold, sub: Submission) -> None:
+    reason = smoke_test(hold.ctx.config, sub)
     if reason is not None:
-        fail(ctx, sub.id, reason)
+        fail(hold, reason)
         remove_image(sub.image_tag)
     else:
-        _advance(ctx, sub, "verified")
+        _advance(hold, sub, "verified")
 
 
-def _queue(ctx: BoardContext, sub: Submission) -> None:
-    _advance(ctx, sub, "queued")
+def _queue(hold: Hold, sub: Submission) -> None:
+    _advance(hold, sub, "queued")
 
 
-def _start(ctx: BoardContext, sub: Submission) -> None:
-    folder = ctx.config.data_dir / RUNS_DIR / f"submission-{sub.id}"
-    _advance(ctx, sub, "running", run_dir=str(folder))
+def _start(hold: Hold, sub: Submission) -> None:
+    folder = hold.ctx.config.data_dir / RUNS_DIR / f"submission-{sub.id}"
+    _advance(hold, sub, "running", run_dir=str(folder))
 
 
-def _run(ctx: BoardContext, sub: Submission) -> None:
-    folder = Path(sub.run_dir or ctx.config.data_dir / RUNS_DIR / f"submission-{sub.id}")
-    record = run_submission(ctx, sub, folder)
+def _run(hold: Hold, sub: Submission) -> None:
+    folder = Path(sub.run_dir or hold.ctx.config.data_dir / RUNS_DIR / f"submission-{sub.id}")
+    record = run_submission(hold.ctx, sub, folder, hold=hold)
+    if hold.stop.is_set():
+        return  # cancelled (the row says so already) or the lease was lost (the row is another worker's)
     if record.status != "completed":
         why = record.stop_reason or record.status
-        fail(ctx, sub.id, f"the run did not complete: {why}")
+        fail(hold, f"the run did not complete: {why}")
         return
-    _advance(ctx, sub, "auditing", run_id=record.run_id)
+    _advance(hold, sub, "auditing", run_id=record.run_id)
 
 
-def _publish(ctx: BoardContext, sub: Submission) -> None:
-    publish(ctx, sub)
+def _publish(hold: Hold, sub: Submission) -> None:
+    publish(hold.ctx, sub, holder=hold.holder)
 
 
-STEPS: dict[str, Callable[[BoardContext, Submission], None]] = {
+STEPS: dict[str, Callable[[Hold, Submission], None]] = {
     "received": _smoke,
     "verified": _queue,
     "queued": _start,
@@ -202,7 +191,7 @@ def smoke_test(config: BoardConfig, sub: Submission) -> str | None:
         out = try_sample(
             sub.image_tag,
             config.smoke_task,
-            backend=config.backend,
+            backend="docker",  # on the board's own engine, whatever runs the official samples
             time_limit_s=config.smoke_limit_s,
             replay_dir=replay_dir,
             gateway=gateway,
@@ -220,11 +209,14 @@ def smoke_test(config: BoardConfig, sub: Submission) -> str | None:
     )
 
 
-def cancel(ctx: BoardContext, submission_id: int, token_id: int) -> Submission:
-    """Cancel a submission of ``token_id`` that has not started running.
+def cancel(ctx: BoardContext, submission_id: int, *, token_id: int | None, reason: str) -> Submission:
+    """Cancel a submission that is not yet being published: one of ``token_id``'s, or any (``None``: the admin).
+
+    A running submission keeps its worker: the worker's heartbeat sees the cancel and stops the run (no new sample,
+    its sandboxes removed, the journal saying why), then lets go of it. Nothing of it is published.
 
     Raises:
-        BoardError: 404 no such submission; 403 another token's; 409 it is running or closed.
+        BoardError: 404 no such submission; 403 another token's; 409 it is auditing or closed.
     """
     from runner.board.errors import BoardError
 
@@ -232,16 +224,17 @@ def cancel(ctx: BoardContext, submission_id: int, token_id: int) -> Submission:
         sub = session.get(Submission, submission_id)
         if sub is None:
             raise BoardError(f"no submission {submission_id}", status=404)
-        if sub.token_id != token_id:
+        if token_id is not None and sub.token_id != token_id:
             raise BoardError("this submission was made with another token", status=403)
         moved = session.execute(
             update(Submission)
-            .where(Submission.id == submission_id, Submission.state.in_(("received", "verified", "queued")))
-            .values(state="cancelled", reason="cancelled by the submitter", updated_at=utcnow())
+            .where(Submission.id == submission_id, Submission.state.in_(CANCELLABLE))
+            .values(state="cancelled", reason=reason[:4000], updated_at=utcnow())
         )
         if not moved.rowcount:  # type: ignore[attr-defined]
-            raise BoardError(f"submission {submission_id} is {sub.state}; only one not yet running can be cancelled",
-                             status=409)  # fmt: skip
+            raise BoardError(
+                f"submission {submission_id} is {sub.state}; only one not yet auditing can be cancelled", status=409
+            )
     return _load(ctx, submission_id)
 
 
@@ -265,10 +258,10 @@ def run_spec(config: BoardConfig, sub: Submission) -> RunSpec:
 class BoardProgress(Progress):
     """Writes samples done, planned and the ETA to the submission's row, at most once a second."""
 
-    def __init__(self, ctx: BoardContext, submission_id: int) -> None:
-        """Report on ``submission_id``."""
+    def __init__(self, hold: Hold) -> None:
+        """Report on the held submission."""
         super().__init__()
-        self._ctx, self._id, self._last = ctx, submission_id, 0.0
+        self._hold, self._last = hold, 0.0
 
     def show(self, pair: tuple[str, int] | None = None, status: str | None = None) -> None:
         """Store the counts (throttled; the last sample is always stored)."""
@@ -278,22 +271,25 @@ class BoardProgress(Progress):
         self._last = now
         projected = self.projected_total_s()
         eta = None if projected is None else max(0.0, projected - self.used_s)
-        _set(self._ctx, self._id, samples_done=self.done, samples_planned=self.total, eta_s=eta)
+        _set(self._hold, samples_done=self.done, samples_planned=self.total, eta_s=eta)
 
 
-def run_submission(ctx: BoardContext, sub: Submission, folder: Path) -> RunRecord:
-    """Start the submission's run in ``folder``, or resume it from its journal; return its record.
+def run_submission(ctx: BoardContext, sub: Submission, folder: Path, *, hold: Hold) -> RunRecord:
+    """Start the submission's run in ``folder``, or resume it from its journal, on the board's backend; return its
+    record. The run stops early when ``hold.stop`` is set (a cancel, a lost lease).
 
     Raises:
         PreflightError, JudgeDryRunError, RunError: the run could not start or continue.
+        ClusterError: the ``ray`` backend's cluster is unreachable or refused a node.
     """
     from runner.pipeline import Preflight, resume_run, run_preflight, start_run
 
-    progress = BoardProgress(ctx, sub.id)
+    progress = BoardProgress(hold)
+    address = ctx.config.ray_address if ctx.config.backend == "ray" else None
     if (folder / JOURNAL_NAME).is_file():
-        return resume_run(folder, progress=progress).record
+        return resume_run(folder, progress=progress, ray_address=address, stop=hold.stop).record
     spec = run_spec(ctx.config, sub)
-    checked = run_preflight(spec)
+    checked = run_preflight(spec, ray_address=address)
     if spec.candidate and spec.candidate not in checked.resolved_models:
         # A calibration-shaped trial run does not probe the candidate; the board records its wire id anyway.
         from runner.gateway.preflight import preflight
@@ -302,11 +298,12 @@ def run_submission(ctx: BoardContext, sub: Submission, folder: Path) -> RunRecor
         checked = Preflight(
             resolved_models={**resolved, **checked.resolved_models}, judge_dry_runs=checked.judge_dry_runs
         )
-    return start_run(spec, folder, progress=progress, preflight=checked).record
+    return start_run(spec, folder, progress=progress, preflight=checked, ray_address=address, stop=hold.stop).record
 
 
-def publish(ctx: BoardContext, sub: Submission) -> Path:
-    """Audit the finished run, bundle it, sign its statement, and mark the submission published (once).
+def publish(ctx: BoardContext, sub: Submission, *, holder: str | None = None) -> Path:
+    """Audit the finished run, bundle it, sign its statement, and mark the submission published (once; only while
+    ``holder``, when given, still holds it).
 
     Raises:
         BoardError: the audit found a difference (nothing is published).
@@ -320,33 +317,18 @@ def publish(ctx: BoardContext, sub: Submission) -> Path:
     record = RunRecord.model_validate_json((folder / "record.json").read_text(encoding="utf-8"))
     out = ctx.config.data_dir / PUBLISHED_DIR / f"{record.run_id}.tar.gz"
     bundle(folder, out)
-    statement = Statement(
-        board_id=ctx.config.board_id,
-        key_sha256=public_key_sha256(ctx.key.public_key()),
-        submission_id=sub.id,
-        bundle_name=out.name,
-        bundle_sha256=file_sha256(out),
-        run_id=record.run_id,
-        official=record.official,
-        candidate=record.spec.candidate,
-        resolved_models=record.resolved_models,
-        digests=StatementDigests(
-            world=record.digests.world_logical,
-            task_set=record.digests.task_set,
-            ground_truth=record.digests.ground_truth,
-            rubric_set=record.digests.rubric_set,
-        ),
-        images=record.images,
-        runner_version=record.runner_version,
-        started_at=record.started_at,
-        ended_at=record.ended_at,
-        signed_at=utcnow().isoformat(),
+    statement = statement_of(
+        record, out, board_id=ctx.config.board_id, key=ctx.key, submission_id=sub.id, signed_at=utcnow().isoformat()
     )
     sign_statement(ctx.key, statement, out)
     with ctx.sessions() as session, session.begin():
         session.execute(
             update(Submission)
-            .where(Submission.id == sub.id, Submission.state == "auditing")
+            .where(
+                Submission.id == sub.id,
+                Submission.state == "auditing",
+                *([Submission.worker == holder] if holder is not None else []),
+            )
             .values(
                 state="published",
                 run_id=record.run_id,

@@ -1,4 +1,4 @@
-"""The board's commands: ``ispm board serve|token create``, ``ispm submit [status|cancel]``, ``ispm verify``."""
+"""The board's commands: ``ispm board serve|token create|cancel``, ``ispm submit [status|cancel]``, ``ispm verify``."""
 
 from __future__ import annotations
 
@@ -54,6 +54,20 @@ def token_create_command(config: Path, submitter: str, valid_days: float | None)
     from runner.board.serve import create_board_token
 
     click.echo(create_board_token(config, submitter, valid_days=valid_days))
+
+
+@board.command("cancel")
+@click.argument("config", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("submission_id", type=int)
+@click.option("--reason", "why", default=None, help="Why, shown with the submission.")
+def board_cancel_command(config: Path, submission_id: int, why: str | None) -> None:
+    """Cancel any submission not yet being published, as the board's admin; a running one stops within a heartbeat.
+
+    Example: ispm board cancel board.yaml 3 --reason "abusive image"
+    """
+    from runner.board.serve import cancel_as_admin
+
+    click.echo(cancel_as_admin(config, submission_id, why=why))
 
 
 @click.group("submit", invoke_without_command=True)
@@ -123,7 +137,7 @@ def status_command(submission_id: int, board: str, watch: bool, as_json: bool) -
 @click.argument("submission_id", type=int)
 @_BOARD
 def cancel_command(submission_id: int, board: str) -> None:
-    """Cancel a submission of yours that has not started running.
+    """Cancel a submission of yours that is not yet being published; a running one stops, and nothing is published.
 
     Example: ispm submit cancel 3 --board https://board.example
     """

@@ -4,14 +4,22 @@
 :meth:`RayRunner.run_sample`, which submits one Ray task needing one ``ispm_sandbox`` unit and waits for it.
 Grading, judges, the journal and the record stay on the driver.
 
+**Nodes.** A sample asks for a unit on an *admitted* node only, by the node-id label Ray gives every node
+(``label_selector``), so Ray places it on any admitted node with a free unit and never elsewhere. A node that fails
+a check is left out: its agent stops, and the refusal is logged and journaled (``node_left_out``) with the node and
+every reason; the run goes on with the others, and does not start only when every node fails. While the run
+journals, a watcher looks for nodes that joined (every :data:`WATCH_S`), checks each the same way (images shipped
+first), and admits it, or leaves it out.
+
 **Faults.** An attempt whose node or worker dies, or that outlives the sample limit by :data:`GRACE_S`, is lost:
-it is noted (with its node) and the sample runs again on whatever node Ray picks, up to ``max_attempts``; the
-result kept is the first one that comes back, so a sample is journaled once. A node sweeps only its own host's
+it is noted (with its node) and the sample runs again on whatever admitted node Ray picks, up to ``max_attempts``;
+the result kept is the first one that comes back, so a sample is journaled once. A node sweeps only its own host's
 orphans: at its check, and when the run closes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 import threading
@@ -27,7 +35,7 @@ from runner.cluster.model import ClusterError, NodeCheck, NodeExpectations, Node
 from runner.cluster.node import NodeAgent
 from runner.cluster.sample import run_on_node
 from runner.contract import SampleOutput
-from runner.run.journal import SampleAttempt
+from runner.run.journal import Journal, NodeLeftOut, SampleAttempt
 from runner.run.scheduler import RanSample
 from runner.sandbox.backend import SampleSpec
 from runner.sandbox.transfer import CHUNK_BYTES, save_chunks
@@ -38,6 +46,13 @@ GRACE_S = 60.0
 """How long past its sample limit the driver waits for an attempt before counting it lost (the node enforces the
 limit itself; this only covers a node that stopped answering without dying)."""
 MAX_ATTEMPTS = 3
+WATCH_S = 2.0
+"""How often the driver looks for nodes that joined the cluster mid-run."""
+CHECK_TIMEOUT_S = 300.0
+"""How long a node's check may take (a sweep, the world's digests, a probe of the candidate) before the node is
+left out."""
+NODE_ID_LABEL = "ray.io/node-id"
+"""The label Ray gives every node, its node id: a sample asks for the admitted nodes by it."""
 _POLL_S = 0.5
 
 
@@ -106,24 +121,31 @@ class RayRunner:
         self.candidate = candidate
         self.max_attempts = max_attempts
         self.agents: dict[str, Any] = {}
-        """Each accepted node's agent (a Ray actor handle), by node id."""
+        """Each admitted node's agent (a Ray actor handle), by node id: the only nodes samples go to."""
         self.checks: dict[str, NodeCheck] = {}
+        """Each admitted node's last check, by node id."""
+        self.left_out: dict[str, NodeLeftOut] = {}
+        """Each node left out of the run, with why, by node id."""
         self._owns_connection = owns_connection
         self._stopping = threading.Event()
-        self._task = ray.remote(run_on_node).options(
-            num_cpus=0, resources={SANDBOX_RESOURCE: 1}, max_retries=0, retry_exceptions=False
-        )
+        self._closed = threading.Event()
+        self._lock = threading.Lock()
+        self._journal: Journal | None = None
+        self._unjournaled: list[NodeLeftOut] = []
+        self._agent = ray.remote(NodeAgent)
+        self._sample = ray.remote(run_on_node)
+        self._task: Any = None
 
     @classmethod
     def connect(
         cls, address: str | None, run_id: str, expected: NodeExpectations, *, candidate: str | None
     ) -> RayRunner:
         """Connect to the cluster at ``address`` (unless this process already is), check every sandbox node,
-        ship the images a node lacks, and return a runner whose every node is accepted.
+        ship the images a node lacks, and return a runner that sends samples only to the nodes that passed.
 
         Raises:
-            ClusterError: no address, the cluster is unreachable, it has no ``ispm_sandbox`` node, or a node was
-                refused (each reason named).
+            ClusterError: no address, the cluster is unreachable, it has no ``ispm_sandbox`` node, or every node
+                was refused (each reason named).
         """
         try:
             import ray
@@ -144,48 +166,135 @@ class RayRunner:
     # -- nodes -----------------------------------------------------------------------------------------------
 
     def admit_nodes(self) -> None:
-        """Start an agent on every sandbox node, check it, ship what it lacks, and keep those that pass.
+        """Start an agent on every sandbox node, check it, ship what it lacks, and keep those that pass; each other
+        node is left out (:attr:`left_out`) and the run goes on without it.
 
         Raises:
-            ClusterError: no sandbox node, or any node refused (the run does not start on a mixed cluster).
+            ClusterError: no sandbox node, or every one was refused (each reason named).
         """
-        import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
         nodes = sandbox_nodes()
         if not nodes:
             raise ClusterError(f"no node of the cluster advertises {SANDBOX_RESOURCE} (ray start --resources ...)")
-        actor = ray.remote(NodeAgent)
-        for node in nodes:
-            self.agents[node] = actor.options(
+        self._admit(nodes, joined=False)
+        if not self.agents:
+            raise ClusterError(
+                "every sandbox node of the cluster was refused", [r for e in self.left_out.values() for r in e.reasons]
+            )
+
+    @contextmanager
+    def journaling(self, journal: Journal) -> Iterator[None]:
+        """For the block: journal every node left out (those of :meth:`admit_nodes` first), and watch for nodes
+        that join the cluster, admitting each only once it passes the same checks (:data:`WATCH_S`)."""
+        with self._lock:
+            self._journal = journal
+            for entry in self._unjournaled:
+                journal.append(entry)
+            self._unjournaled.clear()
+        quit_watching = threading.Event()
+        watcher = threading.Thread(target=self._watch, args=(quit_watching,), name="ispm-node-watch", daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            quit_watching.set()
+            # A check in flight ends within its timeout; the run does not wait for it: the node just gets no work.
+            watcher.join(timeout=10)
+            with self._lock:
+                self._journal = None
+
+    def _watch(self, quit_watching: threading.Event) -> None:
+        while not quit_watching.wait(WATCH_S):
+            fresh: list[str] = []
+            try:
+                with self._lock:
+                    known = set(self.agents) | set(self.left_out)
+                fresh = [n for n in sandbox_nodes() if n not in known]
+                if fresh:
+                    _log.info("cluster.nodes_joined", run=self.run_id, nodes=fresh)
+                    self._admit(fresh, joined=True)
+            except Exception as exc:  # the run goes on with the nodes it has
+                if self._closed.is_set():
+                    return  # the runner closed under the check (and may have disconnected): nothing to say
+                detail = _first_line(exc)
+                _log.warning("cluster.join_check_failed", run=self.run_id, nodes=fresh, error=detail)
+                for node in fresh:
+                    if node not in self.agents and node not in self.left_out:
+                        reason = f"node {node[:12]}: the driver could not check it: {detail}"
+                        self._leave_out(node, None, [reason], joined=True)
+
+    def _admit(self, nodes: list[str], *, joined: bool) -> None:
+        """Check ``nodes`` (shipping what they lack), then admit those that pass and leave out the others."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        agents = {
+            node: self._agent.options(
                 name=agent_name(self.attempt, node),
                 namespace=NAMESPACE,
                 num_cpus=0,
                 max_concurrency=64,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
             ).remote(self.candidate)
-        self.checks = dict(
-            zip(nodes, ray.get([a.check.remote(self.expected) for a in self.agents.values()]), strict=True)
-        )
-        refused = [r for c in self.checks.values() for r in c.refusals(self.expected)]
-        if refused:
-            raise ClusterError("a cluster node was refused", refused)
-        lacking = {n: c.missing(self.expected) for n, c in self.checks.items() if c.missing(self.expected)}
-        if lacking:
-            self._ship(lacking)
-            rechecked = ray.get([self.agents[n].check.remote(self.expected) for n in lacking])
-            self.checks.update(zip(lacking, rechecked, strict=True))
-            still = [r for n in lacking for r in self.checks[n].refusals(self.expected)]
-            still += [
-                f"node {n[:12]}: image {t} is still missing after loading it"
-                for n in lacking
-                for t in self.checks[n].missing(self.expected)
-            ]
-            if still:
-                raise ClusterError("a cluster node was refused after images were shipped", still)
-        _log.info("cluster.nodes_admitted", run=self.run_id, nodes={n: c.host for n, c in self.checks.items()})
+            for node in nodes
+        }
+        try:
+            checks: dict[str, NodeCheck] = {}
+            refused: dict[str, list[str]] = {}
+            self._check(agents, checks, refused)
+            lacking = {n: c.missing(self.expected) for n, c in checks.items() if n not in refused}
+            lacking = {n: tags for n, tags in lacking.items() if tags}
+            if lacking:
+                self._ship(agents, lacking, refused)
+                again = {n: agents[n] for n in lacking if n not in refused}
+                self._check(again, checks, refused)
+                for node in again:
+                    still = [] if node in refused else checks[node].missing(self.expected)
+                    if still:
+                        refused[node] = [
+                            f"node {node[:12]}: image {t} is still missing after loading it" for t in still
+                        ]
+        except BaseException:
+            for agent in agents.values():
+                _stop_agent(agent)
+            raise
+        for node, reasons in refused.items():
+            self._leave_out(node, checks.get(node), reasons, joined=joined, agent=agents[node])
+        admitted = {n: a for n, a in agents.items() if n not in refused}
+        with self._lock:
+            late = self._closed.is_set()
+            if not late:
+                self.agents.update(admitted)
+                self.checks.update({n: checks[n] for n in admitted})
+                if admitted:
+                    self._select()
+        if late:  # the run ended while these were checked: they get no work
+            for agent in admitted.values():
+                _stop_agent(agent)
+        elif admitted:
+            _log.info(
+                "cluster.nodes_admitted", run=self.run_id, joined=joined, nodes={n: checks[n].host for n in admitted}
+            )
 
-    def _ship(self, lacking: dict[str, list[str]]) -> None:
+    def _check(self, agents: dict[str, Any], checks: dict[str, NodeCheck], refused: dict[str, list[str]]) -> None:
+        """Check each of ``agents``' nodes: its check into ``checks``, or why it is refused into ``refused``."""
+        import ray
+
+        pending = {node: agent.check.remote(self.expected) for node, agent in agents.items()}
+        for node, ref in pending.items():
+            try:
+                found: NodeCheck = ray.get(ref, timeout=CHECK_TIMEOUT_S)
+            except ray.exceptions.RayError as exc:
+                refused[node] = [f"node {node[:12]}: its check failed: {_first_line(exc)}"]
+                continue
+            checks[node] = found
+            if found.refusals(self.expected):
+                refused[node] = found.refusals(self.expected)
+
+    def _ship(self, agents: dict[str, Any], lacking: dict[str, list[str]], refused: dict[str, list[str]]) -> None:
+        """Load each tag into every node of ``lacking`` that lacks it; a node whose load fails goes to ``refused``.
+
+        Raises:
+            SandboxError: the driver's own engine cannot save an image.
+        """
         import ray
 
         from runner.sandbox.docker import connect
@@ -193,10 +302,18 @@ class RayRunner:
         client = connect()
         try:
             for tag in sorted({t for tags in lacking.values() for t in tags}):
+                takers = [n for n, tags in lacking.items() if tag in tags and n not in refused]
+                if not takers:
+                    continue
                 started = time.perf_counter()
                 # Saved once, loaded by every node that lacks it; the pieces leave the object store with the refs.
                 chunks = stage_image(client, tag)
-                ray.get([self.agents[n].load_image.remote(chunks) for n, tags in lacking.items() if tag in tags])
+                loads = {n: agents[n].load_image.remote(chunks) for n in takers}
+                for node, ref in loads.items():
+                    try:
+                        ray.get(ref)
+                    except ray.exceptions.RayError as exc:
+                        refused[node] = [f"node {node[:12]}: loading image {tag} failed: {_first_line(exc)}"]
                 _log.info(
                     "cluster.image_shipped", tag=tag, chunks=len(chunks), s=round(time.perf_counter() - started, 3)
                 )
@@ -204,10 +321,35 @@ class RayRunner:
         finally:
             client.close()
 
+    def _leave_out(
+        self, node: str, check: NodeCheck | None, reasons: list[str], *, joined: bool, agent: Any = None
+    ) -> None:
+        """Leave ``node`` out of the run: stop its agent, say so, and journal it (once a journal is open)."""
+        entry = NodeLeftOut(node=node, host=check.host if check else None, joined=joined, reasons=reasons)
+        _log.warning("cluster.node_left_out", run=self.run_id, node=node, joined=joined, reasons=reasons)
+        if agent is not None:
+            _stop_agent(agent)
+        with self._lock:
+            self.left_out[node] = entry
+            if self._journal is not None:
+                self._journal.append(entry)
+            else:
+                self._unjournaled.append(entry)
+
+    def _select(self) -> None:
+        """Point sample tasks at the admitted nodes, by the node-id label Ray gives every node (under the lock)."""
+        self._task = self._sample.options(
+            num_cpus=0,
+            resources={SANDBOX_RESOURCE: 1},
+            label_selector={NODE_ID_LABEL: f"in({','.join(sorted(self.agents))})"},
+            max_retries=0,
+            retry_exceptions=False,
+        )
+
     # -- samples ---------------------------------------------------------------------------------------------
 
     def run_sample(self, spec: SampleSpec, *, with_gateway: bool) -> RanSample:
-        """Run ``spec`` on some sandbox node; an attempt lost with its node is noted and run again elsewhere.
+        """Run ``spec`` on some admitted node; an attempt lost with its node is noted and run again elsewhere.
 
         Never raises for the sample's own failure; when every attempt is lost the sample is a ``sandbox_error``.
         """
@@ -262,6 +404,8 @@ class RayRunner:
         """Sweep this run's orphans on every live node, stop the agents and their gateways, disconnect."""
         import ray
 
+        with self._lock:
+            self._closed.set()  # a node that passes its check from now on is not admitted
         self._each_node(lambda a: a.sweep.remote(self.run_id, orphans_only=True))
         self._each_node(lambda a: a.close.remote())
         for agent in self.agents.values():
@@ -273,7 +417,9 @@ class RayRunner:
     def _each_node(self, call: Callable[[Any], Any]) -> None:
         import ray
 
-        for node, agent in self.agents.items():
+        with self._lock:
+            agents = dict(self.agents)
+        for node, agent in agents.items():
             try:
                 ray.get(call(agent), timeout=120)
             except ray.exceptions.RayError as exc:  # a dead node sweeps its own host when it comes back
@@ -291,6 +437,22 @@ def stage_image(client: Any, tag: str, chunk_bytes: int = CHUNK_BYTES) -> list[A
     import ray
 
     return [ray.put(piece) for piece in save_chunks(client, tag, chunk_bytes)]
+
+
+def _stop_agent(agent: Any) -> None:
+    """Stop an agent that gets no work: its gateway first, then the actor."""
+    import ray
+
+    with contextlib.suppress(ray.exceptions.RayError):  # dead already, or never started: kill it all the same
+        ray.get(agent.close.remote(), timeout=30)
+    ray.kill(agent)
+
+
+def _first_line(exc: BaseException) -> str:
+    """What went wrong, in one line: a task's own exception rather than Ray's wrapping of it."""
+    cause = getattr(exc, "cause", None)
+    text = str(cause if isinstance(cause, BaseException) else exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
 def _recordings(spec: SampleSpec) -> dict[str, str]:

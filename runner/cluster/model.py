@@ -13,7 +13,7 @@ from runner.gateway.model import SampleUsage
 
 
 class ClusterError(IspmError):
-    """The cluster cannot run this run: unreachable, no sandbox node, or a node refused.
+    """The cluster cannot run this run: unreachable, no sandbox node, or every sandbox node refused.
 
     Attributes:
         problems: every reason, one line each (a refused node names itself).
@@ -25,7 +25,10 @@ class ClusterError(IspmError):
 
 
 class NodeRefused(IspmError):
-    """A sample landed on a node that has not passed its checks for this run (it joined late, or was refused)."""
+    """A sample reached a node that has not passed its checks for this run attempt.
+
+    The driver never sends one there (a sample asks for checked nodes only, by node id): this is the node's own
+    guard."""
 
 
 class _Model(BaseModel):
@@ -45,6 +48,9 @@ class NodeExpectations(_Model):
     """The published ground truth's digest."""
     images: dict[str, str]
     """Image id by tag, as ``run_started`` recorded them."""
+    candidate_model: str | None = None
+    """The model id ``run_started`` recorded for the candidate (preflight's probe); a node's own probe must return
+    the same. ``None`` when the run has no candidate, or any answer will do."""
 
 
 class NodeCheck(_Model):
@@ -63,9 +69,17 @@ class NodeCheck(_Model):
     ground_truth: str | None
     images: dict[str, str | None]
     """The engine's image id by expected tag; ``None`` when the engine does not have the tag."""
+    engine_error: str | None = None
+    """Why the node's Docker engine could not be reached; ``None`` when it answered."""
     gateway_error: str | None = None
     """Why the node's model gateway could not start (a missing provider key, say); ``None`` when it started or
     the run needs none."""
+    probe_error: str | None = None
+    """Why the node's probe of the candidate, with the node's own key, failed; ``None`` when it answered or the
+    run needs no model."""
+    candidate_model: str | None = None
+    """The model id the node's provider returned for the candidate (empty when it returned none); ``None`` when the
+    node did not probe it."""
 
     def refusals(self, expected: NodeExpectations) -> list[str]:
         """Every way this node differs from ``expected``, except images it merely lacks (those are shipped)."""
@@ -86,12 +100,28 @@ class NodeCheck(_Model):
             have = self.images.get(tag)
             if have is not None and have != want:
                 found.append(f"{where}: image {tag} is {have}, run_started recorded {want}; it is never rebuilt there")
+        if self.engine_error:
+            found.append(f"{where}: its Docker engine cannot be reached: {self.engine_error}")
         if self.gateway_error:
             found.append(f"{where}: its model gateway cannot start: {self.gateway_error}")
+        if self.probe_error:
+            found.append(f"{where}: its probe of the candidate failed: {self.probe_error}")
+        elif (
+            self.candidate_model is not None
+            and expected.candidate_model is not None
+            and self.candidate_model != expected.candidate_model
+        ):
+            found.append(
+                f"{where}: its provider returned model {self.candidate_model!r} for the candidate, run_started "
+                f"recorded {expected.candidate_model!r}"
+            )
         return found
 
     def missing(self, expected: NodeExpectations) -> list[str]:
-        """The expected tags this node's engine does not have: the driver ships them."""
+        """The expected tags this node's engine does not have: the driver ships them (none when the engine did not
+        answer: there is nothing to ship to)."""
+        if self.engine_error:
+            return []
         return [tag for tag in expected.images if self.images.get(tag) is None]
 
 

@@ -1,8 +1,9 @@
 """The per-node agent: one Ray actor per node and run, pinned to its node.
 
-It checks the node against the driver (``ispm`` version, world, tasks, images), loads images the driver ships,
-runs the node's model gateway with the node's own provider keys, links each sample to it with a per-sample token
-and Unix socket on this host, and sweeps this host's orphaned sandboxes. Sample tasks on the node find it by name
+It checks the node against the driver (``ispm`` version, world, tasks, images, its Docker engine, the candidate as
+this node's key reaches it), loads images the driver ships, runs the node's model gateway with the node's own
+provider keys, links each sample to it with a per-sample token and Unix socket on this host, and sweeps this host's
+orphaned sandboxes. Sample tasks on the node find it by name
 (:func:`runner.cluster.agent_name`).
 """
 
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from runner import __version__, log
 from runner.cluster.model import NodeCheck, NodeExpectations
-from runner.errors import IspmError
+from runner.errors import IspmError, SandboxError
 from runner.gateway.model import SampleUsage
 from runner.sandbox.backend import GATEWAY_SOCKET_NAME, SweepReport
 from runner.sandbox.transfer import engine_image_ids, load_chunks
@@ -52,11 +53,13 @@ class NodeAgent:
         import ray
 
         self.node = str(ray.get_runtime_context().get_node_id())
+        self.candidate = candidate
         self.accepted = False
         self.gateway: Gateway | None = None
         self.gateway_error: str | None = None
         self._folders: dict[str, Path] = {}
         self._lock = threading.Lock()
+        self._probe: tuple[str | None, str | None] | None = None
         if candidate is not None:
             from runner.gateway.server import Gateway
 
@@ -68,11 +71,10 @@ class NodeAgent:
     # -- checks and images ---------------------------------------------------------------------------------
 
     def check(self, expected: NodeExpectations) -> NodeCheck:
-        """What this node has, against ``expected``; sweeps this host's orphans first. Accepts the node when
-        nothing differs and nothing is missing."""
+        """What this node has, against ``expected``; sweeps this host's orphans first, and probes the candidate with
+        this node's key (once per agent). Accepts the node when nothing differs and nothing is missing."""
         from runner.run.digests import current_digests
 
-        self.sweep(None, orphans_only=True)
         world_logical: str | None = None
         world_error: str | None = None
         task_set = ground_truth = None
@@ -81,8 +83,15 @@ class NodeAgent:
             world_logical, task_set, ground_truth = digests.world_logical, digests.task_set, digests.ground_truth
         except IspmError as exc:
             world_error = str(exc)
-        with _engine() as client:
-            images = engine_image_ids(client, expected.images)
+        images: dict[str, str | None] = {}
+        engine_error: str | None = None
+        try:
+            self.sweep(None, orphans_only=True)
+            with _engine() as client:
+                images = engine_image_ids(client, expected.images)
+        except SandboxError as exc:
+            engine_error = str(exc)
+        probe_error, candidate_model = self._probed()
         found = NodeCheck(
             node=self.node,
             host=socket.gethostname(),
@@ -92,11 +101,29 @@ class NodeAgent:
             task_set=task_set,
             ground_truth=ground_truth,
             images=images,
+            engine_error=engine_error,
             gateway_error=self.gateway_error,
+            probe_error=probe_error,
+            candidate_model=candidate_model,
         )
         self.accepted = not found.refusals(expected) and not found.missing(expected)
         _log.info("cluster.node_checked", node=self.node, accepted=self.accepted)
         return found
+
+    def _probed(self) -> tuple[str | None, str | None]:
+        """(why the probe failed, the model id it returned) for this agent's candidate; (None, None) when there is
+        nothing to probe (no candidate, or no gateway to spend it: the gateway's error says why)."""
+        if self.candidate is None or self.gateway is None:
+            return None, None
+        if self._probe is None:
+            from runner.cluster.probe import probe_here
+            from runner.gateway.preflight import PreflightError
+
+            try:
+                self._probe = (None, probe_here(self.candidate).returned_model or "")
+            except PreflightError as exc:
+                self._probe = ("; ".join(exc.problems), None)
+        return self._probe
 
     def load_image(self, chunks: list[Any]) -> None:
         """``docker load`` the stream whose pieces are the object refs ``chunks``, fetched one at a time.

@@ -1,15 +1,20 @@
 """Preflight of the candidate on the cluster: each sandbox node probes it once with its own provider key.
 
 On the ``ray`` backend the candidate's key lives on the nodes, whose gateways spend it; the driver may not hold it
-at all. So the candidate is probed where it will be used, on every node, and the nodes must agree on the model id
-the provider returns. The judges run on the driver and are probed there as always.
+at all. So the candidate is probed where it will be used, on every node, and the nodes that reach it must agree on
+the model id the provider returns. A node whose probe fails does not stop the run: the run leaves it out when it
+checks its nodes (each node probes again there, as does one that joins mid-run). The judges run on the driver and
+are probed there as always.
 """
 
 from __future__ import annotations
 
+from runner import log
 from runner.cluster import SANDBOX_RESOURCE
 from runner.cluster.model import ClusterError
 from runner.gateway.preflight import PreflightError, ResolvedModel
+
+_log = log.get(__name__)
 
 _PROBE_SHARE = 0.001
 """The slice of an ``ispm_sandbox`` unit a probe asks for: enough to land only on a sandbox node."""
@@ -28,11 +33,13 @@ def probe_here(candidate: str) -> ResolvedModel:
 
 
 def probe_candidate(address: str | None, candidate: str) -> ResolvedModel:
-    """Probe ``candidate`` on every sandbox node of the cluster at ``address``; the nodes' common answer.
+    """Probe ``candidate`` on every sandbox node of the cluster at ``address``; the common answer of the nodes that
+    reached it. A node whose probe failed is named in a warning: the run will leave it out.
 
     Raises:
         ClusterError: no address, the cluster is unreachable, or it has no sandbox node.
-        PreflightError: a node's probe failed (the node named), or the nodes' providers returned different model ids.
+        PreflightError: every node's probe failed (each node named), or the nodes' providers returned different
+            model ids.
     """
     try:
         import ray
@@ -64,8 +71,10 @@ def probe_candidate(address: str | None, candidate: str) -> ResolvedModel:
                 cause = exc.cause if isinstance(exc.cause, PreflightError) else None
                 reasons = cause.problems if cause is not None else [str(exc).splitlines()[0]]
                 problems += [f"node {node[:12]}: {r}" for r in reasons]
-    if problems:
+    if not answers:
         raise PreflightError(problems)
+    if problems:
+        _log.warning("cluster.probe_failed", candidate=candidate, problems=problems)
     returned = {a.returned_model for a in answers.values()}
     if len(returned) != 1:
         raise PreflightError(

@@ -76,8 +76,8 @@ def run_on_node(
     replay agent's gold recordings for this sample, written to a scratch folder on this host.
 
     Raises:
-        NodeRefused: this node has no checked agent for the run attempt ``attempt`` (it joined late or was
-            refused).
+        NodeRefused: this node has no accepted agent for the run attempt ``attempt`` (the driver sends samples
+            only to admitted nodes: this guards against a node it has not checked).
         GatewayError: the node's gateway could not link the sample.
     """
     import ray

@@ -19,6 +19,7 @@ from runner.record.model import (
     RECORD_NAME,
     DimensionScore,
     InterJudge,
+    LeftOutNode,
     Reliability,
     RunRecord,
     RunStatus,
@@ -30,6 +31,7 @@ from runner.record.model import (
 from runner.record.standing import unranked_reason
 from runner.run.journal import (
     Entry,
+    NodeLeftOut,
     RunFinished,
     RunInterrupted,
     RunStarted,
@@ -127,6 +129,11 @@ def build_record(entries: Sequence[Entry], tasks: Iterable[Task]) -> RunRecord:
         samples_graded=len(samples),
         stop_reason=stop_reason,
         judge_dry_runs=[d for s in starts for d in s.judge_dry_runs],
+        nodes_left_out=[
+            LeftOutNode(node=e.node, host=e.host, joined=e.joined, reasons=e.reasons, at=e.ts)
+            for e in entries
+            if isinstance(e, NodeLeftOut)
+        ],
         health=run_health(samples, first.spec.judges),
         scores=scores,
         samples=samples,

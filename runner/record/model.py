@@ -179,6 +179,22 @@ class SampleRecord(_Model):
     """Attempts that are not the one graded: lost with their node, or late duplicates (never a second vote)."""
 
 
+class LeftOutNode(_Model):
+    """A cluster node the run left out (the ``ray`` backend): no sample ran on it."""
+
+    node: str
+    """The Ray node id."""
+    host: str | None
+    """The node's host name; ``None`` when its check never answered."""
+    joined: bool
+    """Whether it joined the cluster mid-run (checked on joining) rather than being there when the run (or a resume)
+    started."""
+    reasons: list[str]
+    """Every check it failed, one line each."""
+    at: str
+    """When it was left out (UTC, ISO 8601)."""
+
+
 class RunRecord(_Model):
     """``record.json``: everything a run publishes, recomputable from ``journal.jsonl``."""
 
@@ -228,6 +244,9 @@ class RunRecord(_Model):
     """Why a circuit breaker stopped the run, when that is how its last attempt ended; ``None`` otherwise."""
     judge_dry_runs: list[JudgeDryRun] = Field(default_factory=list)
     """Each model judge's dry run at every start and resume, in order: tokens, latency, the run's projection."""
+    nodes_left_out: list[LeftOutNode] = Field(default_factory=list)
+    """Cluster nodes left out because they failed a check (the ``ray`` backend), at every start, resume and join,
+    in order; every sample ran on a node that passed them."""
     health: RunHealth | None = None
     """The judges' and the candidate's health (docs/scoring.md, "Health"); records built before it load with None."""
     unranked_reason: str | None = None

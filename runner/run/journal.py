@@ -73,6 +73,21 @@ class SampleAttempt(BaseModel):
     """Why, in the words of the cluster."""
 
 
+class NodeLeftOut(_Entry):
+    """A cluster node the run left out (the ``ray`` backend): it failed its checks when this start admitted the
+    cluster's nodes, or when it joined later, so no sample of the run ran on it."""
+
+    kind: Literal["node_left_out"] = "node_left_out"
+    node: str
+    """The Ray node id."""
+    host: str | None
+    """The node's host name; ``None`` when its check never answered."""
+    joined: bool
+    """Whether it joined the cluster after this start admitted the others."""
+    reasons: list[str]
+    """Every check it failed, one line each, naming the node."""
+
+
 class SampleFinished(_Entry):
     """One sample ran: everything the host collected."""
 
@@ -118,10 +133,14 @@ class RunTimedOut(_Entry):
 
 
 class RunInterrupted(_Entry):
-    """The runner was stopped (Ctrl-C); ``ispm run --resume`` continues it."""
+    """The runner was stopped (Ctrl-C, or a request from outside such as a board's cancel); ``ispm run --resume``
+    continues it."""
 
     kind: Literal["run_interrupted"] = "run_interrupted"
     used_s: float
+    reason: str | None = None
+    """Why, when the stop came with one (``cancelled on board ...: cancelled by the submitter``); ``None`` for
+    Ctrl-C."""
 
 
 class RunStopped(_Entry):
@@ -138,7 +157,7 @@ class RunStopped(_Entry):
 
 
 Entry = Annotated[
-    RunStarted | SampleFinished | SampleGraded | RunFinished | RunTimedOut | RunInterrupted | RunStopped,
+    RunStarted | NodeLeftOut | SampleFinished | SampleGraded | RunFinished | RunTimedOut | RunInterrupted | RunStopped,
     Field(discriminator="kind"),
 ]
 ENTRY: TypeAdapter[Entry] = TypeAdapter(Entry)

@@ -16,6 +16,11 @@ host's gateway. A plan may instead carry a :class:`SampleRunner` that runs whole
 of ``runner.cluster``) and hands back the output, the gateway's usage, the node and any lost attempts; grading,
 judges and the journal stay here either way.
 
+**A stop from outside** (:class:`StopRequest`: a board's cancel) ends the run the same way as Ctrl-C, from any
+thread, and journals ``run_interrupted`` with its reason. A *hands-off* stop is for a process that no longer owns
+the run (a board worker whose lease another took over): it starts nothing more, sweeps nothing and journals
+nothing more, so it cannot disturb the new owner.
+
 **Circuit breakers** (``runner.run.breaker``). When a judge or the candidate has failed on ``spec.breaker_after``
 consecutive samples, the run stops the same way (no new sample, the run's sandboxes swept, samples already being
 graded finish and are journaled) and journals ``run_stopped`` with the breaker's reason. ``ispm run --resume``
@@ -70,6 +75,31 @@ def plan(task_ids: Sequence[str], epochs: int) -> list[Pair]:
     return [(t, e) for e in range(1, epochs + 1) for t in sorted(task_ids)]
 
 
+class StopRequest:
+    """A request from outside the run to stop it, with a reason; thread-safe, and the first reason stays."""
+
+    def __init__(self) -> None:
+        """No stop requested yet."""
+        self._lock = threading.Lock()
+        self._requested = threading.Event()
+        self.reason: str | None = None
+        """Why the run was asked to stop; journaled with ``run_interrupted``."""
+        self.hands_off = False
+        """Another process owns the run now: sweep nothing and journal nothing more."""
+
+    def stop(self, reason: str, *, hands_off: bool = False) -> None:
+        """Ask the run to stop for ``reason`` (a later hands-off request still makes it hands-off)."""
+        with self._lock:
+            if self.reason is None:
+                self.reason = reason
+            self.hands_off = self.hands_off or hands_off
+            self._requested.set()
+
+    def is_set(self) -> bool:
+        """Whether a stop was requested."""
+        return self._requested.is_set()
+
+
 class RanSample(NamedTuple):
     """One sample as it came back from wherever it ran."""
 
@@ -122,8 +152,16 @@ class RunPlan:
 class _Worker:
     """The per-sample work, shared by the pool's threads."""
 
-    def __init__(self, p: RunPlan, deadline: float, clock: Callable[[], float], progress: Progress) -> None:
+    def __init__(
+        self,
+        p: RunPlan,
+        deadline: float,
+        clock: Callable[[], float],
+        progress: Progress,
+        request: StopRequest | None = None,
+    ) -> None:
         self.p = p
+        self.request = request
         self.deadline = deadline
         self.clock = clock
         self.progress = progress
@@ -151,7 +189,7 @@ class _Worker:
 
     def __call__(self, pair: Pair) -> str | None:
         """Run (unless journaled) and grade one sample; ``None`` when it was not done (stop or run limit)."""
-        if self.stop.is_set():
+        if self.stop.is_set() or (self.request is not None and self.request.is_set()):
             return None
         remaining = self.deadline - self.clock()
         if remaining <= 0:
@@ -164,7 +202,7 @@ class _Worker:
             limit = min(self.p.spec.sample_limit_s, remaining)
             ran = self._run(task_id, epoch, limit)
             output, usage = ran.output, ran.usage
-            if self.stop.is_set():
+            if self.stop.is_set() or self.hands_off():
                 return None
             if output.status == "timeout" and limit < self.p.spec.sample_limit_s:
                 self.deadline_hit.set()
@@ -185,6 +223,8 @@ class _Worker:
         result = grade_sample(
             self.p.tasks[task_id], self.p.truths[task_id], output, self.p.judges, epoch, context=self.context()
         )
+        if self.hands_off():
+            return None
         self.p.journal.append(
             SampleGraded(
                 task_id=task_id,
@@ -199,6 +239,10 @@ class _Worker:
         if self.breakers.judged(result.graded, result.votes) is not None:
             self.stop.set()
         return output.status
+
+    def hands_off(self) -> bool:
+        """Whether the run now belongs to another process, so nothing more may be journaled here."""
+        return self.request is not None and self.request.hands_off
 
     def _run(self, task_id: str, epoch: int, limit: float) -> RanSample:
         task = self.p.tasks[task_id]
@@ -235,12 +279,14 @@ def execute(
     used_s: float = 0.0,
     clock: Callable[[], float] = time.monotonic,
     progress: Progress | None = None,
+    stop: StopRequest | None = None,
 ) -> tuple[Outcome, float]:
     """Run every planned sample not yet graded; journal the end of the run. Returns (outcome, run seconds used).
 
     ``used_s`` is what earlier attempts spent; it counts against ``spec.run_limit_s``. Ctrl-C ends with
-    ``interrupted`` after removing the run's sandbox resources; it is not re-raised. A tripped circuit breaker
-    ends with ``stopped`` the same way, and journals its reason.
+    ``interrupted`` after removing the run's sandbox resources; it is not re-raised, and so does ``stop`` once it
+    is set (journaling its reason; a hands-off stop removes and journals nothing). A tripped circuit breaker ends
+    with ``stopped`` the same way, and journals its reason.
     """
     todo = [pair for pair in plan(list(p.tasks), p.spec.epochs) if pair not in p.graded]
     start = clock()
@@ -248,7 +294,7 @@ def execute(
     shown = progress or make_progress(sys.stderr)
     _log.info("run.scheduling", run=p.run_id, todo=len(todo), done=len(p.graded), used_s=round(used_s, 3))
     shown.begin(total=len(todo) + len(p.graded), done=len(p.graded), limit_s=p.spec.run_limit_s, used_s=used_s)
-    worker = _Worker(p, deadline, clock, shown)
+    worker = _Worker(p, deadline, clock, shown, stop)
     pool = ThreadPoolExecutor(max_workers=p.spec.concurrency, thread_name_prefix="ispm-sample")
     futures: dict[Future[str | None], Pair] = {}
     outcome: Outcome = "completed"
@@ -265,6 +311,10 @@ def execute(
                 outcome = "stopped"
                 _stop(worker, pool, p)
                 break
+            if stop is not None and stop.is_set():
+                outcome = "interrupted"
+                _stop(worker, pool, p, sweep=not stop.hands_off)
+                break
             if clock() >= deadline:
                 worker.deadline_hit.set()
     except KeyboardInterrupt:
@@ -277,7 +327,9 @@ def execute(
     used = used_s + (clock() - start)
     _log.info("run.stopped", run=p.run_id, outcome=outcome, used_s=round(used, 3))
     if outcome == "interrupted":
-        p.journal.append(RunInterrupted(used_s=round(used, 3)))
+        if not worker.hands_off():
+            reason = stop.reason if stop is not None else None
+            p.journal.append(RunInterrupted(used_s=round(used, 3), reason=reason))
         return outcome, used
     trip = worker.breakers.tripped
     if outcome == "stopped" and all(f.done() and not f.cancelled() and f.result() is not None for f in futures):
@@ -292,9 +344,11 @@ def execute(
     return outcome, used
 
 
-def _stop(worker: _Worker, pool: ThreadPoolExecutor, p: RunPlan) -> None:
+def _stop(worker: _Worker, pool: ThreadPoolExecutor, p: RunPlan, *, sweep: bool = True) -> None:
     worker.stop.set()
     pool.shutdown(wait=False, cancel_futures=True)
+    if not sweep:
+        return  # the run's sandboxes are another process's now: its own end the way a sample limit does
     try:
         # Removing the run's containers ends the agents now; the workers then return without journaling.
         if p.runner is not None:
