@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 from runner import log, paths
 from runner.errors import IspmError
 from runner.sandbox.images import run_logged
+from runner.world.digest import file_sha256
 
 _log = log.get(__name__)
 
@@ -190,7 +191,7 @@ def ensure_binary(root: Path = ROOT, dist: Path | None = None) -> BinaryBuild:
     target = (dist or root / "dist") / NAME
     _copy(cached, target)
     size = cached.stat().st_size
-    sha = _sha256(cached)
+    sha = file_sha256(cached)
     _log.info("binary.ready", path=str(target), digest=digest, built=built, seconds=seconds, size=size)
     return BinaryBuild(
         path=target, cached=cached, input_digest=digest, sha256=sha, size=size, built=built, seconds=seconds
@@ -226,14 +227,6 @@ def _copy(source: Path, target: Path) -> None:
     shutil.copyfile(source, scratch)
     scratch.chmod(0o755)
     os.replace(scratch, target)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def main() -> int:

@@ -21,8 +21,8 @@ from runner.binary import ensure_binary
 from runner.board.signing import PUBLIC_KEY_NAME, load_or_create_key, sign_statement, statement_of
 from runner.record.bundle import bundle
 from runner.record.model import RunRecord
-from runner.record.verify import file_sha256
 from runner.sandbox.images import UPSTREAM_ENV, ImageRef, expected_tags
+from runner.world.digest import file_sha256
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -33,7 +33,8 @@ from runner.board.upload import receive
 from runner.board.worker import PUBLISHED_DIR, BoardContext, cancel
 from runner.record.model import RunRecord
 from runner.record.report import REPORT_NAME
-from runner.record.verify import file_sha256, public_key_sha256, statement_paths
+from runner.record.verify import public_key_sha256, statement_paths
+from runner.world.digest import file_sha256
 
 UPLOADS_DIR = "uploads"
 MAX_NAME = 200

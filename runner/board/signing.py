@@ -14,11 +14,11 @@ from runner.record.model import RunRecord
 from runner.record.verify import (
     Statement,
     StatementDigests,
-    file_sha256,
     public_key_sha256,
     statement_bytes,
     statement_paths,
 )
+from runner.world.digest import file_sha256
 
 KEY_NAME: Final = "board.key"
 PUBLIC_KEY_NAME: Final = "board.pub"

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from runner.errors import IspmError
 from runner.record.audit import AuditReport, audit
 from runner.record.model import RECORD_NAME
+from runner.world.digest import file_sha256
 
 STATEMENT_SUFFIX: Final = ".statement.json"
 SIGNATURE_SUFFIX: Final = ".statement.sig"
@@ -141,15 +142,6 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
     if not isinstance(key, Ed25519PublicKey):
         raise VerifyError(f"{path} is not an Ed25519 public key")
     return key
-
-
-def file_sha256(path: Path) -> str:
-    """The hex sha256 of the file at ``path``, read in chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def statement_paths(bundle: Path) -> tuple[Path, Path]:

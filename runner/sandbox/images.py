@@ -56,6 +56,7 @@ from pydantic import BaseModel, ConfigDict
 
 from runner import log, paths
 from runner.errors import IspmError
+from runner.world.digest import file_sha256
 
 _log = log.get(__name__)
 
@@ -184,14 +185,6 @@ def apt_source_files(etc_apt: Path = Path("/etc/apt")) -> list[Path]:
     return [p for p in found if p.is_file() and p.stat().st_size > 0]
 
 
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _tree(folder: Path) -> list[list[object]]:
     # Path, executable bit and content hash of every file: the exec bit matters because build.sh,
     # the hook and the SQL tool run as programs. Bytecode caches are not inputs.
@@ -200,7 +193,7 @@ def _tree(folder: Path) -> list[list[object]]:
         if not path.is_file() or "__pycache__" in path.parts or path.suffix == ".pyc":
             continue
         executable = bool(path.stat().st_mode & 0o111)
-        entries.append([path.relative_to(folder).as_posix(), executable, _sha256_file(path)])
+        entries.append([path.relative_to(folder).as_posix(), executable, file_sha256(path)])
     return entries
 
 
@@ -239,7 +232,7 @@ def input_digest(spec: ImageSpec, parent_digest: str | None, sources: list[Path]
         doc["upstream"] = upstream
     elif spec.parent is None:
         doc["import_changes"] = list(IMPORT_CHANGES)
-        doc["apt_sources"] = [[str(p), _sha256_file(p)] for p in sources]
+        doc["apt_sources"] = [[str(p), file_sha256(p)] for p in sources]
     canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -280,7 +273,7 @@ def build_rootfs(out: Path, sources: list[Path] | None = None, log_file: Path | 
     log_target = log_file or out.with_suffix(".log")
     log_target.write_bytes(b"")
     run_logged(["bash", str(script), str(out), *map(str, files)], log_target, what="base rootfs build")
-    return _sha256_file(out)
+    return file_sha256(out)
 
 
 def run_logged(command: list[str], log_file: Path, *, what: str) -> None:
@@ -391,7 +384,7 @@ def pinned_hashes(requirements: Path) -> set[str]:
 
 def missing_wheels(requirements: Path, cache: Path) -> set[str]:
     """The pinned requirements with no wheel of an allowed content in ``cache`` yet."""
-    present = {_sha256_file(p) for p in cache.glob("*.whl")} if cache.is_dir() else set()
+    present = {file_sha256(p) for p in cache.glob("*.whl")} if cache.is_dir() else set()
     return {pin for pin, digests in pinned_requirements(requirements).items() if not digests & present}
 
 
@@ -440,7 +433,7 @@ def vendor_into(context: Path, step: Vendoring, cache: Path, log_file: Path) -> 
 
 def _extract_claude(requirements: Path, cache: Path, target: Path) -> None:
     allowed = pinned_hashes(requirements)
-    wheels = [p for p in sorted(cache.glob("claude_agent_sdk-*.whl")) if _sha256_file(p) in allowed]
+    wheels = [p for p in sorted(cache.glob("claude_agent_sdk-*.whl")) if file_sha256(p) in allowed]
     if not wheels:
         raise ImageError(f"no claude-agent-sdk wheel pinned by {requirements} in {cache}")
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -22,12 +22,9 @@ class TableDigest:
 
 
 def file_sha256(path: Path) -> str:
-    """sha256 of a file's bytes, streamed."""
-    h = hashlib.sha256()
+    """The hex sha256 of a file's bytes, streamed: the one file hash every stage uses (snapshot, images, bundles)."""
     with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def open_readonly(path: Path) -> sqlite3.Connection:
