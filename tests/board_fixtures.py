@@ -7,6 +7,7 @@ free loopback port with a socket in the cluster folder, and stops the cluster af
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import shutil
@@ -183,3 +184,19 @@ def containers_of(run_id: str) -> list[str]:
         return [c["Id"] for c in client.api.containers(all=True, filters={"label": f"ispm.run={run_id}"})]
     finally:
         client.close()
+
+
+def contract_image(base_tag: str, context: Path, tag: str, program: str) -> str:
+    """Build ``tag``: the base image with the agent contract label, running the Python ``program``; its tag."""
+    import docker
+
+    entrypoint = json.dumps(["/usr/bin/python3", "-c", program])
+    (context / "Dockerfile").write_text(
+        f'FROM {base_tag}\nLABEL ispm.agent.contract="ispm.agent/v1"\nENTRYPOINT {entrypoint}\n', encoding="utf-8"
+    )
+    client = docker.from_env()
+    try:
+        client.images.build(path=str(context), tag=tag, rm=True)
+    finally:
+        client.close()
+    return tag

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import docker
 import pytest
-from board_fixtures import add_submission, board_in_process, board_tag, containers_of
+from board_fixtures import add_submission, board_in_process, board_tag, containers_of, contract_image
 from fake_provider import FakeProvider, Reply, openai_completion
 
 from runner.board.db import Submission
@@ -43,20 +42,9 @@ BY_ID = {t.id: t for t in load_tasks(tasks_dir())}
 
 
 @pytest.fixture(scope="module")
-def sleeping_image(refs: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def sleeping_image(refs: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
     context = tmp_path_factory.mktemp("sleeping")
-    (context / "Dockerfile").write_text(
-        f"FROM {refs['base'].tag}\n"
-        'LABEL ispm.agent.contract="ispm.agent/v1"\n'
-        'ENTRYPOINT ["/usr/bin/python3", "-c", "import time; time.sleep(600)"]\n',
-        encoding="utf-8",
-    )
-    client = docker.from_env()
-    client.images.build(path=str(context), tag="ispm-test/sleeping-agent:latest", rm=True)
-    try:
-        yield "ispm-test/sleeping-agent:latest"
-    finally:
-        client.close()
+    return contract_image(refs["base"].tag, context, "ispm-test/sleeping-agent:latest", "import time; time.sleep(600)")
 
 
 def _wait(what: str, until: Any, timeout_s: float = 120.0) -> Any:

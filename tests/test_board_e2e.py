@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
-from board_fixtures import ISPM, BoardProcess, browser, postgres_cluster
+from board_fixtures import ISPM, BoardProcess, browser, contract_image, postgres_cluster
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fake_provider import FakeProvider, Reply, openai_completion
@@ -201,22 +201,11 @@ def test_the_key_endpoint_serves_the_key_the_statement_names(downloads: Path) ->
 
 
 @pytest.fixture(scope="module")
-def crashing_image(refs: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    import docker
-
-    context = tmp_path_factory.mktemp("crashing")
-    (context / "Dockerfile").write_text(
-        f"FROM {refs['base'].tag}\n"
-        'LABEL ispm.agent.contract="ispm.agent/v1"\n'
-        'ENTRYPOINT ["/usr/bin/python3", "-c", "import sys; print(\\"boom\\", file=sys.stderr); sys.exit(7)"]\n',
-        encoding="utf-8",
+def crashing_image(refs: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    program = 'import sys; print("boom", file=sys.stderr); sys.exit(7)'
+    return contract_image(
+        refs["base"].tag, tmp_path_factory.mktemp("crashing"), "ispm-test/crashing-agent:latest", program
     )
-    client = docker.from_env()
-    client.images.build(path=str(context), tag="ispm-test/crashing-agent:latest", rm=True)
-    try:
-        yield "ispm-test/crashing-agent:latest"
-    finally:
-        client.close()
 
 
 def test_an_image_that_crashes_on_the_smoke_task_fails_and_no_run_starts(
