@@ -48,9 +48,9 @@ official-env:
 	exit $$m
 
 # The official protocol: 127 tasks x 5 epochs, two model judges, concurrency 2, 15 min per sample, 12 h per run.
-# Provider keys come from the usual variables (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...); preflight names a missing one.
+# Provider keys come from the usual variables (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...). `ispm run` runs the preflight
+# itself (probes, the judges' dry run) and names a missing key before any sample starts.
 official-run: official-env $(STAMP) images
-	$(BIN)/ispm preflight --candidate "$(CANDIDATE)" --judge "$(JUDGE_A)" --judge "$(JUDGE_B)"
 	$(BIN)/ispm run --official --agent-image "$(AGENT_IMAGE)" --candidate "$(CANDIDATE)" \
 	    --judge "$(JUDGE_A)" --judge "$(JUDGE_B)"
 
