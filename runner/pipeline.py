@@ -103,6 +103,9 @@ class RunResult(BaseModel):
         failed = {k: v for k, v in record.failures.items() if v}
         if failed:
             lines.append(f"failures: {failed}")
+        for left in record.nodes_left_out:
+            when = "on joining" if left.joined else "at the start"
+            lines.append(f"node {left.host or left.node} left out {when}: {'; '.join(left.reasons)}")
         if record.health is not None:
             lines += record.health.summary_lines()
         lines.append(f"record: {self.record_path}")

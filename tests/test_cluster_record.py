@@ -17,9 +17,10 @@ from runner.contract import Answer, SampleOutput
 from runner.grading.reference_judge import gold_answer
 from runner.grading.rubric import load_rubrics
 from runner.paths import tasks_dir, world_dir
-from runner.pipeline import make_judges
+from runner.pipeline import RunResult, make_judges
 from runner.record.build import build_record
 from runner.record.model import LeftOutNode
+from runner.record.report import render_report
 from runner.run.calibration import calibration_spec
 from runner.run.digests import current_digests
 from runner.run.journal import (
@@ -214,3 +215,12 @@ def test_a_node_left_out_is_in_the_record_and_changes_nothing_else(tmp_path: Pat
         LeftOutNode(node="n" * 56, host="h9", joined=True, reasons=reasons, at=entries[-1].ts)
     ]
     assert after.model_copy(update={"nodes_left_out": []}) == before
+    # The end-of-run summary and the report name it too.
+    result = RunResult(
+        run_dir=folder, outcome="completed", record_path=folder / "record.json", record=after,
+        report_path=folder / "report.html",
+    )  # fmt: skip
+    assert f"node h9 left out on joining: {reasons[0]}" in result.summary_lines()
+    page = render_report(after, BY_ID.values(), "")
+    assert 'id="nodes-left-out"' in page and f"<code>{'n' * 56}</code>" in page and "joined mid-run" in page
+    assert 'id="nodes-left-out"' not in render_report(before, BY_ID.values(), "")
