@@ -1,9 +1,9 @@
 """How much latency the gateway adds, streamed and not, against calling the fake provider directly.
 
-    .venv/bin/python bench/gateway.py [--rounds 4] [--scale 1] [--events 100] [--gap 0.0015] [--delay 0.05]
+    .venv/bin/python bench/gateway.py [--rounds 4] [--scale 1] [--events 60] [--gap 0.01] [--delay 0.05] [--only N]
     .venv/bin/python bench/gateway.py --profile /tmp/gateway.prof   # cProfile of the gateway, 16 streams
 
-About 100 s on a 2-core host; ``--rounds`` and ``--scale`` shorten or lengthen it.
+About 200 s on a 2-core host; ``--rounds`` and ``--scale`` shorten or lengthen it.
 
 Three kinds of process, as in a real run: the fake provider, the gateway (one process per candidate, with its
 structlog setup: ``openai/...`` and ``anthropic/...``), and the callers (threads, one keep-alive httpx client
@@ -25,19 +25,24 @@ same streams from an instant provider (the gateway's raw CPU per event; with 16 
 it measures CPU more than any wait); and, briefly, non-streamed replies from an instant provider and from one
 answering after ``--delay``. Target: p50 added ≤ 5 ms and p99 added ≤ 20 ms at 16 streams.
 
-Each stream costs the fake about 1 ms to render before its first byte, on every path alike. At 16 streams of
-100 events 1.5 ms apart, some 10,000 events a second cross the gateway: several times what 16 real models
-stream, and the gateway's CPU per event (printed) then decides the 16-stream figures. ``--tcp-nodelay`` turns
-Nagle's algorithm off on the gateway's TCP connections, a what-if: without it a TCP reply waits ~40 ms for
-the agent's delayed ACK. The figures are noisy on a shared host; compare paths within one run.
+Each stream costs the fake about 1 ms to render before its first byte, on every path alike. At the defaults,
+16 streams of 60 events 10 ms apart, some 1,600 events a second cross the gateway, on the 2 cores that the
+callers and the fake share with it: the gateway's CPU per event (printed) weighs on the 16-stream figures. The
+figures are noisy on a shared host; compare paths within one run, and ``--only 0 --rounds 8`` measures the
+first scenario longer.
+
+The fake provider runs with its request log off, and the fake and the callers have their start-up objects
+frozen out of garbage collection: otherwise one full collection of the fake's heap (~130 ms) stalls all
+streams of whichever path is being measured. Each scenario prints the gateways' longest collection (the
+gateway freezes its process's start-up objects itself).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import cProfile
+import gc
 import importlib
 import io
 import json
@@ -45,7 +50,6 @@ import logging
 import multiprocessing as mp
 import os
 import pstats
-import socket
 import sys
 import tempfile
 import threading
@@ -157,7 +161,11 @@ def _run_fake(conn: Connection) -> None:
     def answer(seen: object) -> object:  # every request, streamed or not, gets the scenario's turn
         return shape["turn"]
 
-    with fp.FakeProvider(responder=answer) as fake:
+    with fp.FakeProvider(responder=answer, remember=False) as fake:
+        # A full collection of the fake's heap (the SDK types it renders from) paused every stream it served for
+        # ~130 ms, on whichever path was being measured. Frozen, its start-up objects are never walked again.
+        gc.collect()
+        gc.freeze()
         conn.send(fake.url)
         while (command := conn.recv()) != "stop":
             events, gap, delay = command
@@ -169,16 +177,7 @@ def _run_fake(conn: Connection) -> None:
 # -- the gateway's process -------------------------------------------------------------------------------
 
 
-def _set_nodelay(sock: socket.socket) -> None:
-    if sock.family in (socket.AF_INET, socket.AF_INET6) and sock.type == socket.SOCK_STREAM:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
-def _run_gateway(conn: Connection, candidate: str, fake_url: str, sock: str, nodelay: bool) -> None:
-    if nodelay:
-        # asyncio turns Nagle off only on sockets made with proto IPPROTO_TCP; the gateway's listener is made
-        # with proto 0, so its connections keep Nagle on. This shows what the one-line fix there would give.
-        asyncio.base_events._set_nodelay = _set_nodelay  # type: ignore[attr-defined]
+def _run_gateway(conn: Connection, candidate: str, fake_url: str, sock: str) -> None:
     os.environ["OPENAI_API_KEY"] = os.environ["ANTHROPIC_API_KEY"] = "sk-bench-not-a-real-key"
     os.environ["OPENAI_BASE_URL"] = fake_url + "/v1"
     os.environ["ANTHROPIC_BASE_URL"] = fake_url
@@ -197,6 +196,16 @@ def _run_gateway(conn: Connection, candidate: str, fake_url: str, sock: str, nod
         else:
             profiler.disable()
 
+    pauses: list[float] = []  # each garbage collection's length: a full one stalls every stream at once
+    started = [0.0]
+
+    def timed(phase: str, _: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            pauses.append(time.perf_counter() - started[0])
+
+    gc.callbacks.append(timed)
     with Gateway(candidate) as gw:
         _, port = gw.listen_tcp()
         gw.listen_unix(sock)
@@ -204,6 +213,9 @@ def _run_gateway(conn: Connection, candidate: str, fake_url: str, sock: str, nod
         while (command := conn.recv()) != "stop":
             if command == "cpu":
                 conn.send(time.process_time())
+            elif command == "gc":  # the longest collection since the last ask
+                conn.send(max(pauses, default=0.0))
+                pauses.clear()
             elif command == "requests":
                 conn.send(sum(gw.usage(f"bench-{i}").requests for i in range(SLOTS)))
             else:  # ("profile", None) starts; ("profile", file) stops and writes the stats there
@@ -292,7 +304,7 @@ class Bench:
 
 
 @contextlib.contextmanager
-def _running(nodelay: bool) -> Iterator[Bench]:
+def _running() -> Iterator[Bench]:
     """The fake, a gateway per candidate, and the paths over them; all stopped on exit."""
     ctx = mp.get_context("spawn")
     with tempfile.TemporaryDirectory() as tmp:
@@ -306,9 +318,7 @@ def _running(nodelay: bool) -> Iterator[Bench]:
         for name in ("openai", "anthropic"):
             end, child = ctx.Pipe()
             sock = str(Path(tmp) / f"{name}.sock")
-            process = ctx.Process(
-                target=_run_gateway, args=(child, f"{name}/bench-model", fake_url, sock, nodelay), daemon=True
-            )
+            process = ctx.Process(target=_run_gateway, args=(child, f"{name}/bench-model", fake_url, sock), daemon=True)
             process.start()
             processes.append(process)
             gateways[name] = end
@@ -349,6 +359,8 @@ def _running(nodelay: bool) -> Iterator[Bench]:
             for transport in ("tcp", "uds"):
                 paths.append(Route(f"{label} {transport}", api, baseline, via(gateway, transport == "uds")))
         clients = {p.name: [p.client(i) for i in range(SLOTS)] for p in paths}
+        gc.collect()  # the callers' process too: a full collection there would delay the replies it reads
+        gc.freeze()
         try:
             yield Bench(fake_end, gateways, paths, clients)
         finally:
@@ -424,14 +436,16 @@ def _report(bench: Bench, scenario: Scenario, results: dict[tuple[str, int], lis
 
 def _measured(bench: Bench, scenario: Scenario, rounds: int) -> tuple[dict[tuple[str, int], list[Sample]], str]:
     """The scenario's samples, and what the gateways' processes spent in CPU per request and per event."""
-    before = {g: (bench.ask(g, "cpu"), bench.ask(g, "requests")) for g in bench.gateways}
+    before = {g: (bench.ask(g, "cpu"), bench.ask(g, "requests"), bench.ask(g, "gc")) for g in bench.gateways}
     results = _run_scenario(bench, scenario, rounds, bench.paths)
     cpu = sum(bench.ask(g, "cpu") - before[g][0] for g in bench.gateways)
+    longest_gc = max(bench.ask(g, "gc") for g in bench.gateways) * 1000
     requests = sum(bench.ask(g, "requests") - before[g][1] for g in bench.gateways)
     per_request = cpu / max(requests, 1) * 1000
     return results, (
         f"{requests} requests through the gateways; gateway CPU {per_request:.2f} ms per request"
-        f" ({per_request / max(scenario.events, 1) * 1000:.0f} µs per text delta)"
+        f" ({per_request / max(scenario.events, 1) * 1000:.0f} µs per text delta); longest garbage collection"
+        f" {longest_gc:.1f} ms"
     )
 
 
@@ -463,9 +477,7 @@ def main() -> None:
     # 10 ms between deltas is a model streaming 100 tokens/s; 16 such streams are 1,600 events/s in all.
     parser.add_argument("--gap", type=float, default=0.010, help="seconds between a stream's events")
     parser.add_argument("--delay", type=float, default=0.05, help="provider latency of the non-streamed scenario (s)")
-    parser.add_argument(
-        "--tcp-nodelay", action="store_true", help="turn Nagle off on the gateway's TCP connections (a what-if)"
-    )
+    parser.add_argument("--only", type=int, action="append", metavar="N", help="run only scenario N (0-3); repeatable")
     parser.add_argument("--profile", metavar="FILE", help="only profile the gateway under 16 streams; stats to FILE")
     args = parser.parse_args()
 
@@ -502,11 +514,11 @@ def main() -> None:
     ]
     print(f"{os.cpu_count()} CPUs; fake provider, two gateways (openai/..., anthropic/...) and callers on loopback")
     began = time.perf_counter()
-    with _running(args.tcp_nodelay) as bench:
+    with _running() as bench:
         if args.profile:
             _profile(bench, scenarios[0], args.profile, args.rounds)
             return
-        for scenario in scenarios:
+        for scenario in [s for n, s in enumerate(scenarios) if args.only is None or n in args.only]:
             results, note = _measured(bench, scenario, args.rounds)
             _report(bench, scenario, results, note)
     print(f"\n{time.perf_counter() - began:.0f} s in all")

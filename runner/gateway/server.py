@@ -15,6 +15,8 @@ request; a refused token, a cap refusal or a provider failure is.
 
 from __future__ import annotations
 
+import functools
+import gc
 import ipaddress
 import os
 import socket
@@ -32,6 +34,19 @@ from runner.gateway.providers import PROVIDERS, Endpoint, parse_model
 from runner.gateway.upstream import Upstream
 
 __all__ = ["Caps", "Gateway", "SampleUsage"]
+
+
+@functools.cache  # once per process
+def _freeze_what_the_process_holds() -> None:
+    """Exempt every object alive now from later garbage collections.
+
+    A full collection walks every tracked object, and the gateway shares its process (and the GIL) with the
+    runner: ~200,000 objects after start-up, ~55 ms a walk on a 2-core host, during which every agent's stream
+    stands still. What is alive when the first gateway starts (modules, classes, the loaded tasks) lives as long
+    as the process anyway; collected first, so no garbage is frozen with it (docs/gateway.md, Speed).
+    """
+    gc.collect()
+    gc.freeze()
 
 
 class Gateway:
@@ -58,6 +73,7 @@ class Gateway:
             UnknownProvider, MissingCredential, BadEndpoint: as :func:`providers.client_for` does.
         """
         provider, self.model = parse_model(candidate)
+        _freeze_what_the_process_holds()
         spec = PROVIDERS[provider]
         endpoint = Endpoint(spec)
         self.candidate = candidate

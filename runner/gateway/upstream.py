@@ -1,7 +1,7 @@
 """The gateway's hop to the candidate's provider: async httpx on aiohttp's transport, with the judges' retry policy.
 
 httpx is the API the rest of the gateway uses; the bytes move through aiohttp (``httpx-aiohttp``), whose C
-parser and connection pool cost about 40% less CPU per stream event than httpcore's (``bench/gateway.py``).
+parser and connection pool cost about a fifth less CPU per stream event than httpcore's (docs/gateway.md, Speed).
 
 A non-streamed call is retried as the judges' calls are (429, 5xx, timeouts, broken connections, a body that
 is not JSON). A streamed call is retried only until the provider's response head arrives: after that, bytes
