@@ -79,8 +79,8 @@ class FakeProvider:
 
         ``tls`` (certificate file, key file) serves HTTPS instead; :attr:`url` still says ``http://``.
         ``responder`` is asked for an answer when the script has none (see :attr:`responder`).
-        ``remember=False`` keeps :attr:`seen` and :attr:`reported` empty, for a bench: their growing heap makes
-        the fake's full garbage collections pause every stream it serves (~140 ms after 1,000 requests).
+        ``remember=False`` keeps :attr:`seen` and :attr:`reported` empty, for a bench: a log of every request grows
+        the heap, and each full garbage collection of it pauses every stream the fake serves.
         """
         self.delay = delay
         self.remember = remember
