@@ -175,17 +175,6 @@ def board_tag(source: str, name: str) -> str:
     return tag
 
 
-def containers_of(run_id: str) -> list[str]:
-    """Every container (running or not) labelled with ``run_id``."""
-    import docker
-
-    client = docker.from_env()
-    try:
-        return [c["Id"] for c in client.api.containers(all=True, filters={"label": f"ispm.run={run_id}"})]
-    finally:
-        client.close()
-
-
 def contract_image(base_tag: str, context: Path, tag: str, program: str) -> str:
     """Build ``tag``: the base image with the agent contract label, running the Python ``program``; its tag."""
     import docker

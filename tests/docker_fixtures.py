@@ -1,5 +1,5 @@
-"""The Docker backends the sandbox test modules share. Import the fixtures you need into your module, as with
-``report_runs``.
+"""The Docker backends the sandbox test modules share, and what a run left on the engine. Import the fixtures you
+need into your module, as with ``report_runs``.
 
 The importing module defines ``RUN``: the ``ispm.run`` label its samples carry, swept when the module is done, so
 a failing test leaves nothing behind.
@@ -29,3 +29,14 @@ def archive_backend() -> Iterator[DockerBackend]:
     backend = DockerBackend(sweep_on_start=False, direct_read=False)
     yield backend
     backend.close()
+
+
+def containers_of(run_id: str) -> list[str]:
+    """Every container (running or not) labelled with ``run_id``."""
+    import docker
+
+    client = docker.from_env()
+    try:
+        return [c["Id"] for c in client.api.containers(all=True, filters={"label": f"ispm.run={run_id}"})]
+    finally:
+        client.close()

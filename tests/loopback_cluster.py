@@ -47,18 +47,18 @@ def environment(changes: Mapping[str, str | None]) -> Iterator[None]:
     """``os.environ`` with ``changes`` for the block (``None`` removes a name), as it was afterwards."""
     saved = {k: os.environ.get(k) for k in changes}
     try:
-        for k, v in changes.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        _set(changes)
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        _set(saved)
+
+
+def _set(values: Mapping[str, str | None]) -> None:
+    for k, v in values.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 @contextmanager

@@ -18,7 +18,8 @@ from typing import Any
 
 import docker
 import pytest
-from board_fixtures import add_submission, board_in_process, board_tag, containers_of, contract_image
+from board_fixtures import add_submission, board_in_process, board_tag, contract_image
+from docker_fixtures import containers_of
 from fake_provider import FakeProvider, Reply, openai_completion
 
 from runner.board.db import Submission

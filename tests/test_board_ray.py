@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from board_fixtures import add_submission, board_in_process, board_tag, containers_of
+from board_fixtures import add_submission, board_in_process, board_tag
+from docker_fixtures import containers_of
 from fake_provider import FakeProvider, Reply, openai_completion
 from loopback_cluster import loopback_cluster
 

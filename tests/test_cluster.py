@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from docker_fixtures import containers_of
 from fake_provider import FakeProvider, Reply, openai_completion
 from loopback_cluster import LOOPBACK, environment, loopback_cluster
 
@@ -87,14 +88,17 @@ def nodes() -> Iterator[Nodes]:
             yield Nodes(cluster, workers, provider)
 
 
-def _containers_of(run_id: str) -> list[str]:
-    import docker
-
-    client = docker.from_env()
-    try:
-        return [c["Id"] for c in client.api.containers(all=True, filters={"label": f"ispm.run={run_id}"})]
-    finally:
-        client.close()
+def _one_model_sample() -> RunSpec:
+    """The reference agent on ``openai/cand`` (the fake), one sample of ispm-001, on the cluster."""
+    return RunSpec(
+        agent_image="reference",
+        candidate="openai/cand",
+        judges=("ref#1", "ref#2"),
+        epochs=1,
+        concurrency=1,
+        tasks=["ispm-001"],
+        backend="ray",
+    )
 
 
 def _graded(run_dir: Path) -> list[tuple[str, int]]:
@@ -188,7 +192,7 @@ def test_calibration_across_the_cluster_scores_as_on_one_machine_on_both_workers
     # Every sample names its node, and both workers ran some; the head advertises no sandbox unit.
     assert {s.node for s in record.samples} == nodes.worker_ids()
     assert all(s.attempts == [] for s in record.samples)
-    assert _containers_of(record.run_id) == []
+    assert containers_of(record.run_id) == []
 
 
 def test_a_cluster_whose_every_node_is_refused_does_not_run_naming_each(nodes: Nodes) -> None:
@@ -218,15 +222,7 @@ def test_a_model_run_on_the_cluster_counts_tokens_as_on_one_machine(nodes: Nodes
             None, prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached, tool_calls=[call]
         )
         nodes.provider.push(Reply(body=body))
-    spec = RunSpec(
-        agent_image="reference",
-        candidate="openai/cand",
-        judges=("ref#1", "ref#2"),
-        epochs=1,
-        concurrency=1,
-        tasks=["ispm-001"],
-        backend="ray",
-    )
+    spec = _one_model_sample()
     # The driver holds no key: the gateway that spends it runs on the node, from the node's environment.
     saved = os.environ.pop("OPENAI_API_KEY")
     try:
@@ -266,15 +262,7 @@ def test_a_node_without_the_candidates_key_is_left_out_of_a_model_run(nodes: Nod
     nodes.provider.push(*[probe for _ in nodes.workers for _ in ("preflight", "admission")])
     submit = {"id": "c1", "type": "function", "function": {"name": "submit_answer", "arguments": json.dumps(ANSWER)}}
     nodes.provider.push(Reply(body=openai_completion(None, tool_calls=[submit])))
-    spec = RunSpec(
-        agent_image="reference",
-        candidate="openai/cand",
-        judges=("ref#1", "ref#2"),
-        epochs=1,
-        concurrency=1,
-        tasks=["ispm-001"],
-        backend="ray",
-    )
+    spec = _one_model_sample()
     try:
         nodes.cluster.wait_for_nodes()
         result = start_run(spec, tmp_path / "run", ray_address=nodes.address)
@@ -319,7 +307,7 @@ def test_the_sample_limit_holds_on_the_node(nodes: Nodes) -> None:
         took = time.monotonic() - started
     assert ran.output.status == "timeout" and ran.node in nodes.worker_ids() and ran.attempts == ()
     assert 2.0 <= ran.output.timings.agent < 10.0 and took < 30.0
-    assert _containers_of(spec.run_id) == []
+    assert containers_of(spec.run_id) == []
 
 
 def _tiny_image(client: Any, tag: str) -> str:
@@ -394,7 +382,7 @@ def test_a_node_that_fails_its_checks_is_left_out_and_the_run_goes_on_without_it
     (reason,) = left.reasons
     assert reason.startswith(_engine_refusal(odd_id))
     assert "cluster.node_left_out" in capsys.readouterr().err  # and it was said on the terminal
-    assert _containers_of(record.run_id) == []
+    assert containers_of(record.run_id) == []
 
 
 def test_nodes_that_join_mid_run_are_checked_before_they_get_work(nodes: Nodes, tmp_path: Path) -> None:
@@ -437,7 +425,7 @@ def test_nodes_that_join_mid_run_are_checked_before_they_get_work(nodes: Nodes, 
     events = [json.loads(line) for line in (run_dir / LOG_NAME).read_text().splitlines()]
     admitted = [e for e in events if e.get("event") == "cluster.nodes_admitted" and e.get("joined")]
     assert [sorted(e["nodes"]) for e in admitted] == [[good]]
-    assert _containers_of(record.run_id) == []
+    assert containers_of(record.run_id) == []
 
 
 def test_a_driver_killed_with_kill_9_resumes_on_the_cluster(nodes: Nodes, tmp_path: Path) -> None:
@@ -472,7 +460,7 @@ def test_a_driver_killed_with_kill_9_resumes_on_the_cluster(nodes: Nodes, tmp_pa
     assert len(finished) == len({(e.output.task_id, e.output.epoch) for e in finished})
     assert result.record.scores is not None
     assert result.record.scores.dimensions["answer_correctness"].mean == 1.0
-    assert _containers_of(result.record.run_id) == []
+    assert containers_of(result.record.run_id) == []
 
 
 def _raylet_pid(node: Any) -> int:
@@ -550,4 +538,4 @@ def test_a_worker_killed_mid_run_loses_nothing_and_leaves_no_container(nodes: No
     # A sample whose attempt was lost ran again on the surviving worker.
     survivors = {str(w.node_id) for w in nodes.workers}
     assert all(s.node in survivors for s in record.samples if s.attempts)
-    assert _containers_of(record.run_id) == []
+    assert containers_of(record.run_id) == []
