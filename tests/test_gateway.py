@@ -459,6 +459,21 @@ def test_a_half_sent_request_costs_nothing(gateway: Gateway) -> None:
     )
 
 
+def test_a_body_still_arriving_after_the_time_limit_gets_408(provider_env: FakeProvider) -> None:
+    with Gateway("openai/gpt-4.1", settings=SETTINGS, body_read_s=0.5) as gw:
+        address = gw.listen_tcp()
+        token = gw.issue_token("slow")
+        started = time.monotonic()
+        reply = raw_exchange(address, request_bytes(token, b'{"messages": []}')[:-5], wait=5)
+        waited = time.monotonic() - started
+        assert reply.startswith(b"HTTP/1.1 408 ") and b"connection: close" in reply.lower()
+        assert b"did not arrive within 0.5 s" in reply and 0.5 <= waited < 4
+        assert gw.usage("slow").requests == 0
+        assert raw_exchange(address, request_bytes(token, json.dumps(CHAT).encode(), extra="Connection: close\r\n"))[
+            :15
+        ] == b"HTTP/1.1 200 OK"
+
+
 def test_internal_error_tracebacks_never_show_the_key(
     gateway: Gateway, http: httpx.Client, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

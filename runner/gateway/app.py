@@ -50,6 +50,7 @@ _FORWARDED_HEADERS = ("anthropic-beta",)  # passed on to an Anthropic provider (
 _ANTHROPIC_ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
+    408: "timeout_error",
     404: "not_found_error",
     405: "invalid_request_error",
     411: "invalid_request_error",
@@ -73,6 +74,8 @@ class Upstreams:
     """The candidate, ``provider/model``."""
     max_body_bytes: int
     """Requests with a larger body are refused (413)."""
+    body_read_s: float
+    """A request body still arriving after this many seconds is refused (408)."""
 
 
 def error_reply(api: Api | str, status: int, kind: str, message: str, **extra: Any) -> JSONResponse:
@@ -100,7 +103,7 @@ class _BodyRefused(Exception):
         super().__init__(message)
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
+async def _read_body(request: Request, limit: int, seconds: float) -> bytes:
     length = request.headers.get("content-length")
     if length is not None and (not length.isdigit() or int(length) > limit):
         raise _BodyRefused(
@@ -108,10 +111,13 @@ async def _read_body(request: Request, limit: int) -> bytes:
             "the request body is too large" if length.isdigit() else "a malformed Content-Length",
         )
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise _BodyRefused(413, "the request body is too large")
+    with anyio.move_on_after(seconds) as deadline:  # an agent trickling its body must not hold a request open
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise _BodyRefused(413, "the request body is too large")
+    if deadline.cancelled_caught:
+        raise _BodyRefused(408, f"the request body did not arrive within {seconds:g} s")
     return bytes(body)
 
 
@@ -220,7 +226,7 @@ async def _authenticated_body(
     if sample_id is None:
         return error_reply(api, 401, "authentication_error", "missing, unknown, revoked or foreign gateway token")
     try:
-        raw = await _read_body(request, core.max_body_bytes)
+        raw = await _read_body(request, core.max_body_bytes, core.body_read_s)
     except _BodyRefused as exc:
         refusal = error_reply(api, exc.status, "invalid_request_error", str(exc))
         refusal.headers["connection"] = "close"  # the unread rest of the body cannot start another request

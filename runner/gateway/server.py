@@ -64,10 +64,12 @@ class Gateway:
         sleep: Callable[[float], None] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         max_body_bytes: int = 16 * 1024 * 1024,
+        body_read_s: float = 60.0,
     ) -> None:
         """Configure the gateway for ``candidate`` (``provider/model``), its key and URL from the host environment.
 
-        ``sleep`` replaces the waits between provider retries and ``transport`` httpx's (tests).
+        ``sleep`` replaces the waits between provider retries and ``transport`` httpx's (tests). A request body
+        larger than ``max_body_bytes``, or still arriving after ``body_read_s`` seconds, is refused.
 
         Raises:
             UnknownProvider, MissingCredential, BadEndpoint: as :func:`providers.client_for` does.
@@ -86,7 +88,7 @@ class Gateway:
             return Upstream(endpoint, self.model, settings or ClientSettings(), sleep=sleep, transport=transport)
 
         self.upstream = self._loop.run(make_upstream())
-        self._app = build_app(Upstreams(self.ledger, self.upstream, spec, candidate, max_body_bytes))
+        self._app = build_app(Upstreams(self.ledger, self.upstream, spec, candidate, max_body_bytes, body_read_s))
 
     # -- tokens and accounting -------------------------------------------------------------------------------
 

@@ -57,6 +57,8 @@ class Upstream:
         self.settings = settings
         self._policy = RetryPolicy(settings, endpoint.spec.name)
         self._sleep = sleep
+        # Parsed once: httpx's pure-Python URL parser was a tenth of each streamed request's set-up CPU.
+        self._urls = {name: httpx.URL(endpoint.base_url + path) for name, path in PATHS.items()}
         self._http = httpx.AsyncClient(
             timeout=httpx_timeout(settings),
             limits=httpx_limits(settings),
@@ -81,8 +83,7 @@ class Upstream:
 
     def _request(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> httpx.Request:
         payload = json.dumps({**body, "model": self.model}).encode()
-        url = self.endpoint.base_url + PATHS[path]
-        return self._http.build_request("POST", url, content=payload, headers=headers)
+        return self._http.build_request("POST", self._urls[path], content=payload, headers=headers)
 
     async def complete(self, api: Api, body: dict[str, Any], headers: dict[str, str]) -> ProviderResult:
         """POST a non-streamed ``body`` of ``api`` (model replaced) with retries; a malformed body is retried too.

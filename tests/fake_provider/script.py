@@ -134,7 +134,7 @@ class Turn:
     cut_after: int | None = None
     """Send only the first N events, then close the connection without ending the chunked body."""
     delay_between: float = 0.0
-    """Seconds to wait before each event after the first."""
+    """Seconds between events: event N is due N × this after the first, whenever the reader took the last one."""
     error: StreamError | None = None
     """An in-stream error event in place of the rest of the stream."""
 

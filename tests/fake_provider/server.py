@@ -260,6 +260,7 @@ class _Handler(BaseHTTPRequestHandler):
         head.append("Transfer-Encoding: chunked")
         self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode())
         events = rendered.events
+        first_event_at = time.monotonic()
         for index in range(len(events) + 1):
             if turn.error is not None and index == turn.error.after:
                 if protocol == "messages":
@@ -275,8 +276,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if index == len(events):
                 break
-            if index and turn.delay_between:
-                time.sleep(turn.delay_between)
+            if index and turn.delay_between:  # on the provider's own clock: a slow reader does not slow it down
+                time.sleep(max(0.0, first_event_at + index * turn.delay_between - time.monotonic()))
             event = events[index]
             if event.wire_usage is not None:
                 entry.wire_usage = event.wire_usage
