@@ -3,7 +3,7 @@
     .venv/bin/python bench/gateway.py [--rounds 4] [--scale 1] [--events 60] [--gap 0.01] [--delay 0.05] [--only N]
     .venv/bin/python bench/gateway.py --profile /tmp/gateway.prof   # cProfile of the gateway, 16 streams
 
-About 200 s on a 2-core host; ``--rounds`` and ``--scale`` shorten or lengthen it.
+About 300 s on a 2-core host; ``--rounds`` and ``--scale`` shorten or lengthen it.
 
 Three kinds of process, as in a real run: the fake provider, the gateway (one process per candidate, with its
 structlog setup: ``openai/...`` and ``anthropic/...``), and the callers (threads, one keep-alive httpx client
@@ -16,9 +16,11 @@ iterating lines; time to first byte is the first ``data:`` line, latency the who
 - ``messages→openai``: a Messages agent translated to an ``openai/...`` candidate's chat completions and back
   (against ``direct chat``, the request the gateway makes);
 
-each through the gateway over loopback TCP and over its Unix socket (the path sandboxes use). All paths run in
-short alternating rounds (the order rotating), so drift (other work on the host) hits them alike. Loopback only,
-bounded loops. It prints figures; it asserts nothing but that every reply arrived whole.
+each three ways: ``tcp``, the gateway's loopback TCP listener (tests only); ``uds``, its Unix socket; and ``fwd``,
+the sandbox's own forwarder script (``runner/sandbox/forwarder.py``, one per caller as there is one per sandbox)
+from a loopback port to that socket: the whole path an agent's request takes. All paths run in short alternating
+rounds (the order rotating), so drift (other work on the host) hits them alike. Loopback only, bounded loops. It
+prints figures; it asserts nothing but that every reply arrived whole.
 
 Scenarios: streams of ``--events`` text deltas ``--gap`` seconds apart (a stream of a realistic length); the
 same streams from an instant provider (the gateway's raw CPU per event; with 16 streams every core is busy, so
@@ -50,6 +52,7 @@ import logging
 import multiprocessing as mp
 import os
 import pstats
+import subprocess
 import sys
 import tempfile
 import threading
@@ -61,6 +64,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx
+
+from runner.sandbox.forwarder import READY
 
 ROOT = Path(__file__).resolve().parent.parent
 CONCURRENCY = (1, 16)
@@ -313,6 +318,7 @@ def _running() -> Iterator[Bench]:
         fake.start()
         fake_url = fake_end.recv()
         processes = [fake]
+        children: list[subprocess.Popen[str]] = []
         gateways: dict[str, Connection] = {}
         listening: dict[str, tuple[int, list[str], str]] = {}
         for name in ("openai", "anthropic"):
@@ -329,7 +335,15 @@ def _running() -> Iterator[Bench]:
             headers = {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
             return httpx.Client(base_url=fake_url, headers=headers, timeout=60)
 
-        def via(gateway: str, uds: bool) -> Callable[[int], httpx.Client]:
+        forwarders: dict[str, list[int]] = {}  # per gateway, one forwarder per caller slot, as one per sandbox
+        for name, (_, _, sock) in listening.items():
+            forwarders[name] = []
+            for _ in range(SLOTS):
+                process_, port_ = _forwarder(sock)
+                children.append(process_)
+                forwarders[name].append(port_)
+
+        def via(gateway: str, transport: str) -> Callable[[int], httpx.Client]:
             port, tokens, sock = listening[gateway]
 
             def make(i: int) -> httpx.Client:
@@ -338,11 +352,12 @@ def _running() -> Iterator[Bench]:
                     "authorization": f"Bearer {tokens[i]}",
                     "anthropic-version": ANTHROPIC_VERSION,
                 }
-                if uds:
+                if transport == "uds":
                     return httpx.Client(
                         transport=httpx.HTTPTransport(uds=sock), base_url="http://gw", headers=headers, timeout=60
                     )
-                return httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=60)
+                target = forwarders[gateway][i] if transport == "fwd" else port
+                return httpx.Client(base_url=f"http://127.0.0.1:{target}", headers=headers, timeout=60)
 
             return make
 
@@ -356,8 +371,8 @@ def _running() -> Iterator[Bench]:
             ("messages→openai", "messages", "openai", "direct chat"),
         ]
         for label, api, gateway, baseline in through:
-            for transport in ("tcp", "uds"):
-                paths.append(Route(f"{label} {transport}", api, baseline, via(gateway, transport == "uds")))
+            for transport in ("tcp", "uds", "fwd"):
+                paths.append(Route(f"{label} {transport}", api, baseline, via(gateway, transport)))
         clients = {p.name: [p.client(i) for i in range(SLOTS)] for p in paths}
         gc.collect()  # the callers' process too: a full collection there would delay the replies it reads
         gc.freeze()
@@ -372,6 +387,23 @@ def _running() -> Iterator[Bench]:
             fake_end.send("stop")
             for process in processes:
                 process.join(10)
+            for child in children:
+                child.kill()
+                child.wait(10)
+
+
+def _forwarder(sock: str) -> tuple[subprocess.Popen[str], int]:
+    """The sandbox's own forwarder script (``runner/sandbox/forwarder.py``) from a loopback port to ``sock``."""
+    script = ROOT / "runner" / "sandbox" / "forwarder.py"
+    child = subprocess.Popen(
+        [sys.executable, "-I", str(script), "--socket", sock, "--port", "0"], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    ready = child.stdout.readline()  # "<READY> 127.0.0.1:<port>"
+    if not ready.startswith(READY):
+        child.kill()
+        raise RuntimeError(f"the forwarder did not start: {ready!r}")
+    return child, int(ready.rsplit(":", 1)[1])
 
 
 def _run_scenario(

@@ -94,6 +94,9 @@ class Forwarder:
             upstream.close()
             client.close()
             return
+        # Without it, Nagle holds a reply's second small write (the first event after the head) until the agent's
+        # delayed ACK: ~40 ms more to every reply's first token (bench/gateway.py, "fwd" paths).
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         client.setblocking(False)
         upstream.setblocking(False)
         pipe = Pipe(client, upstream)
