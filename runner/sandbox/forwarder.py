@@ -130,10 +130,7 @@ class Forwarder:
     def _pump(self, pipe: Pipe, sock: socket.socket) -> None:
         peer = pipe.peer(sock)
         try:
-            outbox = pipe.outbox(sock)
-            if outbox:
-                sent = sock.send(outbox)
-                del outbox[:sent]
+            _flush(sock, pipe.outbox(sock))
             is_client = sock is pipe.client
             eof = pipe.client_eof if is_client else pipe.upstream_eof
             if not eof and len(pipe.outbox(peer)) < BUFFER_LIMIT:
@@ -148,6 +145,8 @@ class Forwarder:
                         pipe.upstream_eof = True
                 elif data:
                     pipe.outbox(peer).extend(data)
+                    # Written through at once: a stream event leaves in this turn of the loop, not the next.
+                    _flush(peer, pipe.outbox(peer))
         except (BlockingIOError, InterruptedError):
             pass
         except OSError:
@@ -170,6 +169,16 @@ class Forwarder:
             self.pipes.pop(sock, None)
             self._park(sock)
             sock.close()
+
+
+def _flush(sock: socket.socket, outbox: bytearray) -> None:
+    """Send what ``sock`` can take now of ``outbox``; the rest waits for the selector to say it is writable."""
+    if outbox:
+        try:
+            sent = sock.send(outbox)
+        except BlockingIOError:
+            return
+        del outbox[:sent]
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
