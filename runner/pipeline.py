@@ -398,7 +398,8 @@ def _execute(
 ) -> Outcome:
     """Journal the start, run the plan (``common`` and where its samples run), and journal a completed end.
 
-    ``journaling``: what else journals while the plan runs (the cluster: the nodes it leaves out)."""
+    ``journaling``: what else journals while the plan runs (the cluster: the nodes it leaves out; it also stops the
+    run when every node is gone)."""
     with Journal(folder / JOURNAL_NAME) as journal:
         journal.append(started)
         with journaling(journal) if journaling is not None else nullcontext():
@@ -433,14 +434,26 @@ def _go_on_cluster(
     )
     address = ray_address or os.environ.get("RAY_ADDRESS")
     needs_model = spec.candidate if spec.candidate and spec.calibration is None else None
-    cluster = RayRunner.connect(address, started.run_id, expected, candidate=needs_model)
-    try:
-        outcome = _execute(
-            folder, started, progress, common, stop, cluster.journaling, backend=_NoBackend(), runner=cluster
-        )
-    finally:
-        cluster.close()
-    return _finish(folder, outcome, write=not (stop is not None and stop.hands_off))
+    # The run's own stop request: the cluster makes it when every node it admitted is gone. A caller's request (a
+    # board's cancel) is passed on to it, the first reason winning, but is never set by the cluster: its owner
+    # reads it as its own stop.
+    request = StopRequest()
+    with stop.passed_on(request) if stop is not None else nullcontext():
+        cluster = RayRunner.connect(address, started.run_id, expected, candidate=needs_model)
+        try:
+            outcome = _execute(
+                folder,
+                started,
+                progress,
+                common,
+                request,
+                lambda journal: cluster.journaling(journal, request),
+                backend=_NoBackend(),
+                runner=cluster,
+            )
+        finally:
+            cluster.close()
+        return _finish(folder, outcome, write=not request.hands_off)
 
 
 class _NoBackend(Backend[Any]):

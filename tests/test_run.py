@@ -37,6 +37,7 @@ from runner.run.journal import (
     read_entries,
 )
 from runner.run.progress import Progress
+from runner.run.scheduler import StopRequest
 from runner.run.spec import Digests, RunError, RunSpec, official
 from runner.sandbox.backend import SampleSpec, SweepReport
 from runner.tasks.load import load_tasks
@@ -239,6 +240,23 @@ def test_ctrl_c_sweeps_the_run_and_resume_finishes_it(tmp_path: Path) -> None:
     assert starts[1].run_id == starts[0].run_id and starts[1].spec == starts[0].spec
     graded = _graded_pairs(run_dir)
     assert len(graded) == len(set(graded)) == len(TASKS) * 2
+
+
+def test_a_stop_request_passed_on_stops_its_follower_and_never_the_other_way() -> None:
+    caller, run = StopRequest(), StopRequest()
+    with caller.passed_on(run):
+        run.stop("every admitted node of the cluster is gone")
+        assert not caller.is_set()  # the caller reads its own request as its own stop (a board's cancel)
+        caller.stop("cancelled on board b: cancelled by the submitter", hands_off=True)
+    assert (run.reason, run.hands_off) == ("every admitted node of the cluster is gone", True)  # the first reason
+    late = StopRequest()
+    with caller.passed_on(late):  # a stop made already is passed on at once
+        assert (late.reason, late.hands_off) == (caller.reason, True)
+    ended, follower = StopRequest(), StopRequest()
+    with ended.passed_on(follower):
+        pass
+    ended.stop("after the run")  # the block is over: nothing is passed on
+    assert not follower.is_set()
 
 
 # -- the record --------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ the judges, the record and the report. The cluster runs samples, nothing else:
   node's own provider keys), its image loads and its orphan sweep.
 - :mod:`.sample`: the Ray task that runs one sample with today's ``DockerBackend`` on the node it lands on.
 - :mod:`.driver`: :class:`~runner.cluster.driver.RayRunner`, the scheduler's way to run samples on the cluster,
-  with retries of attempts lost with their node.
+  with retries of attempts lost with their node, and a stop of the run when every node it admitted is gone.
 
 Each node advertises ``ispm_sandbox`` units (``ray start --resources '{"ispm_sandbox": 4}'``), one per sandbox it
 can hold; each sample task needs one. See the README, "More than one machine".

@@ -13,8 +13,13 @@ first), and admits it, or leaves it out.
 
 **Faults.** An attempt whose node or worker dies, or that outlives the sample limit by :data:`GRACE_S`, is lost:
 it is noted (with its node) and the sample runs again on whatever admitted node Ray picks, up to ``max_attempts``;
-the result kept is the first one that comes back, so a sample is journaled once. A node sweeps only its own host's
-orphans: at its check, and when the run closes.
+the result kept is the first one that comes back, so a sample is journaled once. When no admitted node is left alive
+(Ray has marked each dead), Ray refuses every attempt at once; such an attempt ran nowhere and is not counted: the
+sample asks again until a node joins and is admitted. If none is within :data:`STRANDED_S`, the watcher stops the run
+through its :class:`~runner.run.scheduler.StopRequest`, naming the nodes lost: it ends ``interrupted``
+(``run_interrupted`` with that reason), what was graded stays journaled, and the samples cut short are not and run
+again on ``ispm run --resume``. A node sweeps only its own host's orphans: at its check, and when the run closes; a
+dead node's are left to the next node of its host that is checked.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from runner.cluster.node import NodeAgent
 from runner.cluster.sample import run_on_node
 from runner.contract import SampleOutput
 from runner.run.journal import Journal, NodeLeftOut, SampleAttempt
-from runner.run.scheduler import RanSample
+from runner.run.scheduler import RanSample, StopRequest
 from runner.sandbox.backend import SampleSpec
 from runner.sandbox.transfer import CHUNK_BYTES, save_chunks
 
@@ -47,7 +52,12 @@ GRACE_S = 60.0
 limit itself; this only covers a node that stopped answering without dying)."""
 MAX_ATTEMPTS = 3
 WATCH_S = 2.0
-"""How often the driver looks for nodes that joined the cluster mid-run."""
+"""How often the driver looks for nodes that joined the cluster mid-run, and for admitted nodes still alive."""
+STRANDED_S = 60.0
+"""How long a run may have no admitted node alive before it stops (``run_interrupted``, resumable). The clock starts
+once Ray has marked the last one dead (its own health checks take some seconds more); a node that joins meanwhile and
+passes its checks (a restarted node is a new node to Ray) resets it, however long the checks take. A minute lets a
+node's ``ray start`` come back; a longer outage costs a resume, never a graded sample."""
 CHECK_TIMEOUT_S = 300.0
 """How long a node's check may take (a sweep, the world's digests, a probe of the candidate) before the node is
 left out."""
@@ -126,8 +136,12 @@ class RayRunner:
         """Each admitted node's last check, by node id."""
         self.left_out: dict[str, NodeLeftOut] = {}
         """Each node left out of the run, with why, by node id."""
+        self.stranded_s = STRANDED_S
+        """How long the run may have no admitted node alive before the watcher stops it (:data:`STRANDED_S`)."""
         self._owns_connection = owns_connection
         self._stopping = threading.Event()
+        self._watched = threading.Event()
+        """Set while a watcher admits the nodes that join and stops the run when none is left (:meth:`journaling`)."""
         self._closed = threading.Event()
         self._lock = threading.Lock()
         self._journal: Journal | None = None
@@ -182,45 +196,89 @@ class RayRunner:
             )
 
     @contextmanager
-    def journaling(self, journal: Journal) -> Iterator[None]:
+    def journaling(self, journal: Journal, stop: StopRequest) -> Iterator[None]:
         """For the block: journal every node left out (those of :meth:`admit_nodes` first), and watch for nodes
-        that join the cluster, admitting each only once it passes the same checks (:data:`WATCH_S`)."""
+        that join the cluster, admitting each only once it passes the same checks (:data:`WATCH_S`).
+
+        ``stop`` is the run's stop request: the watcher makes it when no admitted node has been alive for
+        :attr:`stranded_s`, since no sample can run until one is back; samples wait for that, or for a node."""
         with self._lock:
             self._journal = journal
             for entry in self._unjournaled:
                 journal.append(entry)
             self._unjournaled.clear()
         quit_watching = threading.Event()
-        watcher = threading.Thread(target=self._watch, args=(quit_watching,), name="ispm-node-watch", daemon=True)
+        watcher = threading.Thread(target=self._watch, args=(quit_watching, stop), name="ispm-node-watch", daemon=True)
         watcher.start()
+        self._watched.set()
         try:
             yield
         finally:
+            self._watched.clear()
             quit_watching.set()
             # A check in flight ends within its timeout; the run does not wait for it: the node just gets no work.
             watcher.join(timeout=10)
             with self._lock:
                 self._journal = None
 
-    def _watch(self, quit_watching: threading.Event) -> None:
+    def _watch(self, quit_watching: threading.Event, stop: StopRequest) -> None:
+        gone_since: float | None = None
         while not quit_watching.wait(WATCH_S):
-            fresh: list[str] = []
-            try:
-                with self._lock:
-                    known = set(self.agents) | set(self.left_out)
-                fresh = [n for n in sandbox_nodes() if n not in known]
-                if fresh:
-                    _log.info("cluster.nodes_joined", run=self.run_id, nodes=fresh)
-                    self._admit(fresh, joined=True)
-            except Exception as exc:  # the run goes on with the nodes it has
-                if self._closed.is_set():
-                    return  # the runner closed under the check (and may have disconnected): nothing to say
-                detail = _first_line(exc)
-                _log.warning("cluster.join_check_failed", run=self.run_id, nodes=fresh, error=detail)
-                for node in fresh:
-                    if node not in self.agents and node not in self.left_out:
-                        reason = f"node {node[:12]}: the driver could not check it: {detail}"
-                        self._leave_out(node, None, [reason], joined=True)
+            live = self._admit_joined()
+            if live is None:
+                continue  # the cluster did not answer: the clock neither starts nor resets
+            gone = self._all_gone(live)
+            if not gone:
+                gone_since = None
+                continue
+            if gone_since is None:
+                gone_since = time.monotonic()
+                _log.warning("cluster.admitted_nodes_gone", run=self.run_id, nodes=gone, stop_in_s=self.stranded_s)
+            if time.monotonic() - gone_since >= self.stranded_s:
+                self._strand(stop, gone)
+                return  # the run is ending: a node that joins now would get no work
+
+    def _admit_joined(self) -> list[str] | None:
+        """Check the sandbox nodes that joined since the last look, admitting or leaving out each; the live sandbox
+        nodes, or ``None`` when the cluster could not be asked."""
+        live: list[str] | None = None
+        fresh: list[str] = []
+        try:
+            live = sandbox_nodes()
+            with self._lock:
+                known = set(self.agents) | set(self.left_out)
+            fresh = [n for n in live if n not in known]
+            if fresh:
+                _log.info("cluster.nodes_joined", run=self.run_id, nodes=fresh)
+                self._admit(fresh, joined=True)
+        except Exception as exc:  # the run goes on with the nodes it has
+            if self._closed.is_set():
+                return None  # the runner closed under the check (and may have disconnected): nothing to say
+            detail = _first_line(exc)
+            _log.warning("cluster.join_check_failed", run=self.run_id, nodes=fresh, error=detail)
+            for node in fresh:
+                if node not in self.agents and node not in self.left_out:
+                    reason = f"node {node[:12]}: the driver could not check it: {detail}"
+                    self._leave_out(node, None, [reason], joined=True)
+        return live
+
+    def _all_gone(self, live: list[str]) -> list[str]:
+        """Every admitted node, when none of them is among the ``live`` ones; empty while one is."""
+        with self._lock:
+            admitted = sorted(self.agents)
+        return [] if set(admitted) & set(live) else admitted
+
+    def _strand(self, stop: StopRequest, gone: list[str]) -> None:
+        """Stop the run: no admitted node has been alive for :attr:`stranded_s`, so no sample can be placed."""
+        with self._lock:
+            hosts = {n: self.checks[n].host for n in gone if n in self.checks}
+        names = ", ".join(f"node {n[:12]} ({hosts[n]})" if n in hosts else f"node {n[:12]}" for n in gone)
+        reason = (
+            f"every admitted node of the cluster is gone ({names}) and none came back within {self.stranded_s:g} s; "
+            "resume the run once a node is back"
+        )
+        _log.error("cluster.stranded", run=self.run_id, nodes=gone, reason=reason)
+        stop.stop(reason)
 
     def _admit(self, nodes: list[str], *, joined: bool) -> None:
         """Check ``nodes`` (shipping what they lack), then admit those that pass and leave out the others."""
@@ -351,15 +409,17 @@ class RayRunner:
     def run_sample(self, spec: SampleSpec, *, with_gateway: bool) -> RanSample:
         """Run ``spec`` on some admitted node; an attempt lost with its node is noted and run again elsewhere.
 
+        An attempt Ray cannot place because no admitted node is alive ran nowhere: while the run journals it costs
+        the sample none of its attempts, and the sample asks again every :data:`WATCH_S` until a node is admitted
+        or the watcher stops the run (:data:`STRANDED_S`).
+
         Never raises for the sample's own failure; when every attempt is lost the sample is a ``sandbox_error``.
         """
         import ray
 
         recordings = _recordings(spec) if spec.replay_dir is not None else None
         lost: list[SampleAttempt] = []
-        for _ in range(self.max_attempts):
-            if self._stopping.is_set():
-                break
+        while len(lost) < self.max_attempts and not self._stopping.is_set():
             attempt = self._task.remote(self.attempt, spec, with_gateway, recordings)
             node = "unknown"
             try:
@@ -368,16 +428,37 @@ class RayRunner:
                 result = self._next(attempt, spec.time_limit_s + GRACE_S)
                 assert isinstance(result, NodeResult)
                 return RanSample(result.output, result.usage, result.node, tuple(lost))
+            except ray.exceptions.TaskUnschedulableError as exc:
+                # Ray fails at once a task whose selector names only dead nodes: burning the sample's attempts on it
+                # would journal a sandbox_error for a sample that never ran.
+                if self._stranded_now():
+                    self._stopping.wait(WATCH_S)
+                    continue
+                lost.append(self._lost(spec, node, exc))
             except (ray.exceptions.RayError, TimeoutError) as exc:
-                detail = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-                _log.warning("cluster.attempt_lost", run=self.run_id, sample=spec.sample_id, node=node, error=detail)
-                lost.append(SampleAttempt(node=node, outcome="lost", detail=detail))
+                lost.append(self._lost(spec, node, exc))
                 ray.cancel(attempt, force=True)
         error = lost[-1].detail if lost else "the run stopped before it ran"
         output = SampleOutput(
             task_id=spec.task_id, epoch=spec.epoch, status="sandbox_error", error=f"no attempt came back: {error}"
         )
         return RanSample(output, None, None, tuple(lost))
+
+    def _lost(self, spec: SampleSpec, node: str, exc: BaseException) -> SampleAttempt:
+        """Say that an attempt at ``spec`` on ``node`` was lost, and why; the attempt to note with the sample."""
+        detail = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        _log.warning("cluster.attempt_lost", run=self.run_id, sample=spec.sample_id, node=node, error=detail)
+        return SampleAttempt(node=node, outcome="lost", detail=detail)
+
+    def _stranded_now(self) -> bool:
+        """Whether no admitted node is alive while a watcher runs, which admits the next node that passes its checks
+        or stops the run (:meth:`journaling`)."""
+        if not self._watched.is_set():
+            return False  # nothing would admit a node or stop the run: the attempt is lost, as any other
+        try:
+            return bool(self._all_gone(sandbox_nodes()))
+        except Exception:  # the cluster did not answer: the attempt is lost, as any other
+            return False
 
     def _next(self, attempt: Any, timeout: float | None) -> object:
         import ray

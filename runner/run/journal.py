@@ -133,8 +133,8 @@ class RunTimedOut(_Entry):
 
 
 class RunInterrupted(_Entry):
-    """The runner was stopped (Ctrl-C, or a request from outside such as a board's cancel); ``ispm run --resume``
-    continues it."""
+    """The runner was stopped (Ctrl-C, a request from outside such as a board's cancel, or a cluster run's driver
+    whose every node is gone); ``ispm run --resume`` continues it."""
 
     kind: Literal["run_interrupted"] = "run_interrupted"
     used_s: float

@@ -16,10 +16,10 @@ host's gateway. A plan may instead carry a :class:`SampleRunner` that runs whole
 of ``runner.cluster``) and hands back the output, the gateway's usage, the node and any lost attempts; grading,
 judges and the journal stay here either way.
 
-**A stop from outside** (:class:`StopRequest`: a board's cancel) ends the run the same way as Ctrl-C, from any
-thread, and journals ``run_interrupted`` with its reason. A *hands-off* stop is for a process that no longer owns
-the run (a board worker whose lease another took over): it starts nothing more, sweeps nothing and journals
-nothing more, so it cannot disturb the new owner.
+**A stop from outside** (:class:`StopRequest`: a board's cancel, or a cluster run's driver when every node it admitted
+is gone) ends the run the same way as Ctrl-C, from any thread, and journals ``run_interrupted`` with its reason. A
+*hands-off* stop is for a process that no longer owns the run (a board worker whose lease another took over): it
+starts nothing more, sweeps nothing and journals nothing more, so it cannot disturb the new owner.
 
 **Circuit breakers** (``runner.run.breaker``). When a judge or the candidate has failed on ``spec.breaker_after``
 consecutive samples, the run stops the same way (no new sample, the run's sandboxes swept, samples already being
@@ -32,8 +32,9 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
@@ -82,18 +83,39 @@ class StopRequest:
         """No stop requested yet."""
         self._lock = threading.Lock()
         self._requested = threading.Event()
+        self._followers: list[StopRequest] = []
         self.reason: str | None = None
         """Why the run was asked to stop; journaled with ``run_interrupted``."""
         self.hands_off = False
         """Another process owns the run now: sweep nothing and journal nothing more."""
 
     def stop(self, reason: str, *, hands_off: bool = False) -> None:
-        """Ask the run to stop for ``reason`` (a later hands-off request still makes it hands-off)."""
+        """Ask the run to stop for ``reason`` (a later hands-off request still makes it hands-off); every request
+        this one is passed on to (:meth:`passed_on`) is asked too."""
         with self._lock:
             if self.reason is None:
                 self.reason = reason
             self.hands_off = self.hands_off or hands_off
             self._requested.set()
+            # Under the lock, so followers hear the stops in this request's order (they never pass one back).
+            for follower in self._followers:
+                follower.stop(reason, hands_off=hands_off)
+
+    @contextmanager
+    def passed_on(self, follower: StopRequest) -> Iterator[None]:
+        """For the block, every stop of this request is made to ``follower`` too (one made already, at once).
+
+        A request of the run's own (the cluster's, when every node is gone) can then follow the caller's (a board's
+        cancel) without setting it: the caller reads its own request as its own stop."""
+        with self._lock:
+            self._followers.append(follower)
+            if self.reason is not None:  # set with the first stop
+                follower.stop(self.reason, hands_off=self.hands_off)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._followers.remove(follower)
 
     def is_set(self) -> bool:
         """Whether a stop was requested."""
