@@ -43,6 +43,7 @@ from runner.run.journal import (
     Entry,
     Journal,
     RunFinished,
+    RunInterrupted,
     RunStarted,
     RunTimedOut,
     done_pairs,
@@ -72,10 +73,18 @@ class RunResult(BaseModel):
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     run_dir: Path
+    """The run's folder: journal, log, record and report."""
     outcome: Outcome
+    """How this start or resume ended."""
     record_path: Path
+    """``record.json`` (not written by a hands-off stop: the folder is another process's then)."""
     record: RunRecord
+    """The record, rebuilt from the journal."""
     report_path: Path
+    """The HTML report (not written by a hands-off stop)."""
+    interrupted_because: str | None = None
+    """Why the run was interrupted, when it was and the stop came with a reason (a board's cancel, a cluster with
+    no node left); ``None`` otherwise, and for Ctrl-C."""
 
     def summary_lines(self) -> list[str]:
         """What the CLI prints when a run stops: the health banner, status, per-dimension means or why there is
@@ -98,6 +107,9 @@ class RunResult(BaseModel):
         elif record.stop_reason is not None:
             lines.append(f"stopped by a circuit breaker: {record.stop_reason}")
             lines.append(f"fix the cause, then continue with: ispm run --resume {self.run_dir}")
+        elif self.interrupted_because is not None:
+            lines.append(f"interrupted: {self.interrupted_because}")
+            lines.append(f"continue with: ispm run --resume {self.run_dir}")
         else:
             lines.append(f"stopped; continue with: ispm run --resume {self.run_dir}")
         failed = {k: v for k, v in record.failures.items() if v}
@@ -477,16 +489,22 @@ class _NoBackend(Backend[Any]):
 
 def _finish(folder: Path, outcome: Outcome, *, write: bool = True) -> RunResult:
     tasks = load_tasks(tasks_dir())
-    record = build_record(read_entries(folder / JOURNAL_NAME), tasks)
+    entries = read_entries(folder / JOURNAL_NAME)
+    record = build_record(entries, tasks)
+    stops = [e for e in entries if isinstance(e, RunInterrupted)]  # this attempt's, when interrupted, is the last
+    because = stops[-1].reason if outcome == "interrupted" and stops else None
     if not write:
         # A hands-off stop: the folder is another process's now, and so are its record and report.
         return RunResult(
             run_dir=folder, outcome=outcome, record_path=folder / RECORD_NAME, record=record,
-            report_path=folder / REPORT_NAME,
+            report_path=folder / REPORT_NAME, interrupted_because=because,
         )  # fmt: skip
     path = write_record(folder, record)
     report = write_report(folder, record, tasks=tasks)
-    return RunResult(run_dir=folder, outcome=outcome, record_path=path, record=record, report_path=report)
+    return RunResult(
+        run_dir=folder, outcome=outcome, record_path=path, record=record, report_path=report,
+        interrupted_because=because,
+    )  # fmt: skip
 
 
 def run_calibration(

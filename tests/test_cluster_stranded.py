@@ -97,6 +97,9 @@ def test_a_run_whose_every_node_dies_ends_interrupted_and_resumes_on_a_node_that
             f"every admitted node of the cluster is gone (node {victim[:12]} ({os.uname().nodename})) and none came "
             f"back within {STRANDED_S:g} s; resume the run once a node is back"
         )
+        # The end-of-run summary (and a board's failure reason) says why, not just "interrupted".
+        assert found["result"].interrupted_because == stopped.reason
+        assert f"interrupted: {stopped.reason}" in found["result"].summary_lines()
         # What was graded stays; what was cut short was not journaled at all (no sandbox_error stands in for it).
         kept = _graded(run_dir)
         assert 1 <= len(kept) < len(TASKS)

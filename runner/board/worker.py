@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import update
@@ -40,6 +40,9 @@ from runner.record.model import RunRecord
 from runner.run.journal import JOURNAL_NAME
 from runner.run.progress import Progress
 from runner.run.spec import RunSpec, official
+
+if TYPE_CHECKING:
+    from runner.pipeline import RunResult
 
 WORKING = ("received", "verified", "queued", "running", "auditing")
 """States a worker moves a submission out of."""
@@ -145,11 +148,12 @@ def _start(hold: Hold, sub: Submission) -> None:
 
 def _run(hold: Hold, sub: Submission) -> None:
     folder = Path(sub.run_dir or hold.ctx.config.data_dir / RUNS_DIR / f"submission-{sub.id}")
-    record = run_submission(hold.ctx, sub, folder, hold=hold)
+    result = run_submission(hold.ctx, sub, folder, hold=hold)
+    record = result.record
     if hold.stop.is_set():
         return  # cancelled (the row says so already) or the lease was lost (the row is another worker's)
     if record.status != "completed":
-        why = record.stop_reason or record.status
+        why = record.stop_reason or result.interrupted_because or record.status
         fail(hold, f"the run did not complete: {why}")
         return
     _advance(hold, sub, "auditing", run_id=record.run_id)
@@ -274,9 +278,9 @@ class BoardProgress(Progress):
         _set(self._hold, samples_done=self.done, samples_planned=self.total, eta_s=eta)
 
 
-def run_submission(ctx: BoardContext, sub: Submission, folder: Path, *, hold: Hold) -> RunRecord:
-    """Start the submission's run in ``folder``, or resume it from its journal, on the board's backend; return its
-    record. The run stops early when ``hold.stop`` is set (a cancel, a lost lease).
+def run_submission(ctx: BoardContext, sub: Submission, folder: Path, *, hold: Hold) -> RunResult:
+    """Start the submission's run in ``folder``, or resume it from its journal, on the board's backend; return how
+    it ended, with its record. The run stops early when ``hold.stop`` is set (a cancel, a lost lease).
 
     Raises:
         PreflightError, JudgeDryRunError, RunError: the run could not start or continue.
@@ -287,7 +291,7 @@ def run_submission(ctx: BoardContext, sub: Submission, folder: Path, *, hold: Ho
     progress = BoardProgress(hold)
     address = ctx.config.ray_address if ctx.config.backend == "ray" else None
     if (folder / JOURNAL_NAME).is_file():
-        return resume_run(folder, progress=progress, ray_address=address, stop=hold.stop).record
+        return resume_run(folder, progress=progress, ray_address=address, stop=hold.stop)
     spec = run_spec(ctx.config, sub)
     checked = run_preflight(spec, ray_address=address)
     if spec.candidate and spec.candidate not in checked.resolved_models:
@@ -298,7 +302,7 @@ def run_submission(ctx: BoardContext, sub: Submission, folder: Path, *, hold: Ho
         checked = Preflight(
             resolved_models={**resolved, **checked.resolved_models}, judge_dry_runs=checked.judge_dry_runs
         )
-    return start_run(spec, folder, progress=progress, preflight=checked, ray_address=address, stop=hold.stop).record
+    return start_run(spec, folder, progress=progress, preflight=checked, ray_address=address, stop=hold.stop)
 
 
 def publish(ctx: BoardContext, sub: Submission, *, holder: str | None = None) -> Path:
