@@ -50,9 +50,9 @@ _FORWARDED_HEADERS = ("anthropic-beta",)  # passed on to an Anthropic provider (
 _ANTHROPIC_ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
-    408: "timeout_error",
     404: "not_found_error",
     405: "invalid_request_error",
+    408: "timeout_error",
     411: "invalid_request_error",
     413: "request_too_large",
     429: "rate_limit_error",
