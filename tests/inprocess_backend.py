@@ -25,7 +25,9 @@ class InProcessBackend(Backend[SampleHandle]):
     def remove(self, handle: SampleHandle) -> None:
         raise NotImplementedError("an in-process backend answers in run_sample")
 
-    def sweep(self, run_id: str | None = None, *, orphans_only: bool = False) -> SweepReport:
+    def sweep(
+        self, run_id: str | None = None, *, attempt: str | None = None, orphans_only: bool = False
+    ) -> SweepReport:
         return SweepReport()
 
     def run_sample(self, spec: SampleSpec) -> SampleOutput:

@@ -149,7 +149,7 @@ class FlakyCluster:
         lost = (SampleAttempt(node="n-dead", outcome="lost", detail="NodeDiedError"),)
         return RanSample(output, None, "n-live", lost if spec.task_id == "ispm-002" else ())
 
-    def sweep(self, run_id: str) -> None:
+    def sweep(self, run_id: str, *, attempt: str | None = None) -> None:
         self.swept.append(run_id)
 
 

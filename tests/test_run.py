@@ -61,7 +61,9 @@ class FakeBackend(InProcessBackend):
         self.swept: list[str | None] = []
         self._lock = threading.Lock()
 
-    def sweep(self, run_id: str | None = None, *, orphans_only: bool = False) -> SweepReport:
+    def sweep(
+        self, run_id: str | None = None, *, attempt: str | None = None, orphans_only: bool = False
+    ) -> SweepReport:
         self.swept.append(run_id)
         return SweepReport()
 

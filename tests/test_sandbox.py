@@ -30,6 +30,7 @@ from runner.gateway.model import ClientSettings
 from runner.gateway.server import Gateway
 from runner.paths import tasks_dir
 from runner.sandbox.backend import (
+    LABEL_ATTEMPT,
     LABEL_NODE,
     LABEL_OWNER,
     LABEL_RUN,
@@ -326,6 +327,11 @@ def test_sweep_removes_planted_leftovers_of_dead_owners_only(refs: dict[str, Ima
 def test_a_cluster_sample_is_labelled_with_its_node(task: Task) -> None:
     assert make_spec(task, "any").model_copy(update={"node": "node-a"}).labels()[LABEL_NODE] == "node-a"
     assert LABEL_NODE not in make_spec(task, "any").labels()  # one machine: no node label
+
+
+def test_a_run_attempts_sample_is_labelled_with_its_attempt(task: Task) -> None:
+    assert make_spec(task, "any").model_copy(update={"attempt": "a1b2"}).labels()[LABEL_ATTEMPT] == "a1b2"
+    assert LABEL_ATTEMPT not in make_spec(task, "any").labels()  # outside a run (ispm sandbox try): no attempt
 
 
 # -- collection, without any backend ---------------------------------------------------------------------------

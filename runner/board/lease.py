@@ -7,7 +7,8 @@ so two workers never take the same one. While it works, a :class:`Hold` renews t
 from a thread, with a compare-and-set on ``worker``: a worker that died stops renewing, and ``lease_s`` later
 another worker takes the submission over (a running run resumes from its journal). A holder whose renewal finds
 another worker on the row, or that could not renew before its lease ran out, has lost it: its run stops hands-off
-(nothing more swept or journaled) and every later write of its own is fenced out by ``worker = holder``.
+(nothing more journaled, and only its own attempt's sandboxes swept, never the new holder's) and every later write
+of its own is fenced out by ``worker = holder``.
 
 The heartbeat also reads the row's state: a submission cancelled while running stops its run the way Ctrl-C does.
 

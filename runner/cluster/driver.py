@@ -19,7 +19,9 @@ sample asks again until a node joins and is admitted. If none is within :data:`S
 through its :class:`~runner.run.scheduler.StopRequest`, naming the nodes lost: it ends ``interrupted``
 (``run_interrupted`` with that reason), what was graded stays journaled, and the samples cut short are not and run
 again on ``ispm run --resume``. A node sweeps only its own host's orphans: at its check, and when the run closes; a
-dead node's are left to the next node of its host that is checked.
+dead node's are left to the next node of its host that is checked. A stop sweeps the run's sandboxes on every node;
+a hands-off stop only its own attempt's: the sample's spec carries the scheduler's attempt id, which the node labels
+on every sandbox (``ispm.attempt``; not :attr:`RayRunner.attempt`, which names this start's node agents).
 """
 
 from __future__ import annotations
@@ -476,10 +478,11 @@ class RayRunner:
 
     # -- the end ---------------------------------------------------------------------------------------------
 
-    def sweep(self, run_id: str) -> None:
-        """Stop waiting for attempts and remove every sandbox resource of ``run_id`` on every node."""
+    def sweep(self, run_id: str, *, attempt: str | None = None) -> None:
+        """Stop waiting for attempts and remove every sandbox resource of ``run_id`` on every node, or only those of
+        the scheduler's attempt ``attempt`` (``ispm.attempt``: a hands-off stop spares another attempt's)."""
         self._stopping.set()
-        self._each_node(lambda a: a.sweep.remote(run_id, orphans_only=False))
+        self._each_node(lambda a: a.sweep.remote(run_id, attempt=attempt, orphans_only=False))
 
     def close(self) -> None:
         """Sweep this run's orphans on every live node, stop the agents and their gateways, disconnect."""

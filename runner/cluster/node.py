@@ -179,9 +179,10 @@ class NodeAgent:
 
     # -- sweeping --------------------------------------------------------------------------------------------
 
-    def sweep(self, run_id: str | None, *, orphans_only: bool) -> SweepReport:
-        """Remove sandbox resources on this node's engine: ``run_id``'s (or every run's), only those whose owner
-        process is dead on this host if ``orphans_only`` (owners on other hosts are never touched).
+    def sweep(self, run_id: str | None, *, attempt: str | None = None, orphans_only: bool) -> SweepReport:
+        """Remove sandbox resources on this node's engine: ``run_id``'s (or every run's), only the run attempt
+        ``attempt``'s if given (``ispm.attempt``), only those whose owner process is dead on this host if
+        ``orphans_only`` (owners on other hosts are never touched).
 
         A live node's sandboxes are never orphans (their owner, the node's worker process, runs), so nodes that
         share an engine leave each other's alone; a dead node's are, so a survivor clears them. A finished run's
@@ -189,7 +190,7 @@ class NodeAgent:
         from runner.sandbox.docker import sweep
 
         with _engine() as client:
-            report = sweep(client, run_id, orphans_only=orphans_only)
+            report = sweep(client, run_id, attempt=attempt, orphans_only=orphans_only)
         if report.containers or report.failures:
             _log.info("cluster.node_swept", node=self.node, containers=report.containers, failures=report.failures)
         return report

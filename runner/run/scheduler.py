@@ -19,7 +19,12 @@ judges and the journal stay here either way.
 **A stop from outside** (:class:`StopRequest`: a board's cancel, or a cluster run's driver when every node it admitted
 is gone) ends the run the same way as Ctrl-C, from any thread, and journals ``run_interrupted`` with its reason. A
 *hands-off* stop is for a process that no longer owns the run (a board worker whose lease another took over): it
-starts nothing more, sweeps nothing and journals nothing more, so it cannot disturb the new owner.
+starts nothing more and journals nothing more, and it sweeps only its own *attempt*'s sandboxes, so its agents end
+at once while the new owner's, which carry the same run id, run on.
+
+**Attempts.** Each :func:`execute` is one attempt at the run: a random id, labelled on every sandbox resource its
+samples make (``ispm.attempt``, :attr:`~runner.sandbox.backend.SampleSpec.attempt`), on this host or on a cluster
+node. A sweep by run id removes every attempt's resources; a hands-off stop sweeps by its attempt only.
 
 **Circuit breakers** (``runner.run.breaker``). When a judge or the candidate has failed on ``spec.breaker_after``
 consecutive samples, the run stops the same way (no new sample, the run's sandboxes swept, samples already being
@@ -29,6 +34,7 @@ continues it once the cause is fixed; nothing graded is lost or redone.
 
 from __future__ import annotations
 
+import secrets
 import sys
 import threading
 import time
@@ -87,7 +93,7 @@ class StopRequest:
         self.reason: str | None = None
         """Why the run was asked to stop; journaled with ``run_interrupted``."""
         self.hands_off = False
-        """Another process owns the run now: sweep nothing and journal nothing more."""
+        """Another process owns the run now: journal nothing more, and sweep only this attempt's own sandboxes."""
 
     def stop(self, reason: str, *, hands_off: bool = False) -> None:
         """Ask the run to stop for ``reason`` (a later hands-off request still makes it hands-off); every request
@@ -142,8 +148,9 @@ class SampleRunner(Protocol):
         failure. ``with_gateway``: link the sample to its node's model gateway and return the usage."""
         ...
 
-    def sweep(self, run_id: str) -> None:
-        """Remove every sandbox resource of ``run_id`` wherever it runs (Ctrl-C, a tripped breaker)."""
+    def sweep(self, run_id: str, *, attempt: str | None = None) -> None:
+        """Remove every sandbox resource of ``run_id`` wherever it runs (Ctrl-C, a tripped breaker), or only those
+        of its attempt ``attempt`` (the ``ispm.attempt`` label: a hands-off stop)."""
         ...
 
 
@@ -187,6 +194,8 @@ class _Worker:
         self.deadline = deadline
         self.clock = clock
         self.progress = progress
+        self.attempt = secrets.token_hex(8)
+        """This attempt at the run: labelled on every sandbox its samples make (``ispm.attempt``)."""
         self.stop = threading.Event()
         self.deadline_hit = threading.Event()
         self.breakers = Breakers(p.spec.breaker_after, p.spec.candidate)
@@ -272,6 +281,7 @@ class _Worker:
             task_id=task_id,
             epoch=epoch,
             run_id=self.p.run_id,
+            attempt=self.attempt,
             image=self.p.image,
             # The agent is told the sample limit, not the clamped one: the clamp is the run's business.
             task_files=agent_files(task, time_limit_seconds=int(self.p.spec.sample_limit_s)),
@@ -307,16 +317,24 @@ def execute(
 
     ``used_s`` is what earlier attempts spent; it counts against ``spec.run_limit_s``. Ctrl-C ends with
     ``interrupted`` after removing the run's sandbox resources; it is not re-raised, and so does ``stop`` once it
-    is set (journaling its reason; a hands-off stop removes and journals nothing). A tripped circuit breaker ends
-    with ``stopped`` the same way, and journals its reason.
+    is set (journaling its reason; a hands-off stop journals nothing and removes only this attempt's sandboxes,
+    never another attempt's of the same run). A tripped circuit breaker ends with ``stopped`` the same way, and
+    journals its reason.
     """
     todo = [pair for pair in plan(list(p.tasks), p.spec.epochs) if pair not in p.graded]
     start = clock()
     deadline = start + p.spec.run_limit_s - used_s
     shown = progress or make_progress(sys.stderr)
-    _log.info("run.scheduling", run=p.run_id, todo=len(todo), done=len(p.graded), used_s=round(used_s, 3))
-    shown.begin(total=len(todo) + len(p.graded), done=len(p.graded), limit_s=p.spec.run_limit_s, used_s=used_s)
     worker = _Worker(p, deadline, clock, shown, stop)
+    _log.info(
+        "run.scheduling",
+        run=p.run_id,
+        attempt=worker.attempt,
+        todo=len(todo),
+        done=len(p.graded),
+        used_s=round(used_s, 3),
+    )
+    shown.begin(total=len(todo) + len(p.graded), done=len(p.graded), limit_s=p.spec.run_limit_s, used_s=used_s)
     pool = ThreadPoolExecutor(max_workers=p.spec.concurrency, thread_name_prefix="ispm-sample")
     futures: dict[Future[str | None], Pair] = {}
     outcome: Outcome = "completed"
@@ -335,7 +353,7 @@ def execute(
                 break
             if stop is not None and stop.is_set():
                 outcome = "interrupted"
-                _stop(worker, pool, p, sweep=not stop.hands_off)
+                _stop(worker, pool, p, own_only=stop.hands_off)
                 break
             if clock() >= deadline:
                 worker.deadline_hit.set()
@@ -366,16 +384,17 @@ def execute(
     return outcome, used
 
 
-def _stop(worker: _Worker, pool: ThreadPoolExecutor, p: RunPlan, *, sweep: bool = True) -> None:
+def _stop(worker: _Worker, pool: ThreadPoolExecutor, p: RunPlan, *, own_only: bool = False) -> None:
     worker.stop.set()
     pool.shutdown(wait=False, cancel_futures=True)
-    if not sweep:
-        return  # the run's sandboxes are another process's now: its own end the way a sample limit does
+    # Hands-off (``own_only``): the run is another process's now, and so are the sandboxes of its attempt, which carry
+    # the same run id: only this attempt's go.
+    attempt = worker.attempt if own_only else None
     try:
-        # Removing the run's containers ends the agents now; the workers then return without journaling.
+        # Removing the containers ends the agents now; the workers then return without journaling.
         if p.runner is not None:
-            p.runner.sweep(p.run_id)
+            p.runner.sweep(p.run_id, attempt=attempt)
         else:
-            p.backend.sweep(p.run_id)
+            p.backend.sweep(p.run_id, attempt=attempt)
     except SandboxError as exc:
-        _log.error("run.sweep_failed", run=p.run_id, error=str(exc))
+        _log.error("run.sweep_failed", run=p.run_id, attempt=attempt, error=str(exc))

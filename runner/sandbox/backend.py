@@ -8,7 +8,9 @@ nothing, says so, and has ``isolates = False`` so official runs can refuse it). 
 be a third implementation of the same four methods.
 
 Resources a backend makes carry an owner label (host, pid and process start time of the runner), so that
-the sweep at every start removes what a killed runner left behind, and only that.
+the sweep at every start removes what a killed runner left behind, and only that. A run's resources also carry
+the *attempt* that made them (one start or resume of the run in one process), so a process that no longer owns a
+run can remove its own sandboxes of it and spare the new owner's, which carry the same run id.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ LABEL_SAMPLE = "ispm.sample"
 LABEL_OWNER = "ispm.owner"
 LABEL_NODE = "ispm.node"
 """Set on a cluster node's sandboxes: which node made them (``runner.cluster``), for people and audits."""
+LABEL_ATTEMPT = "ispm.attempt"
+"""Set on a run's sandboxes: which start or resume of the run made them (:attr:`SampleSpec.attempt`)."""
 
 
 def _default_world_file() -> Path:
@@ -69,6 +73,11 @@ class SampleSpec(BaseModel):
     epoch: int = Field(default=1, ge=1)
     run_id: str = "adhoc"
     """Labels every resource of the sample (``ispm.run``), so a run's leftovers can be swept alone."""
+    attempt: str | None = None
+    """The start or resume of the run that made the sample, in one process: a random id per scheduling of the run
+    (``runner.run.scheduler``), labelled ``ispm.attempt``. Two attempts of one run (a board worker that lost its
+    lease, and the worker that took the run over) share the run id and may share the owner: this tells their
+    sandboxes apart, so the first can sweep its own and spare the other's. ``None`` outside a run."""
     image: str
     """The agent image. Its entrypoint and command are the agent, unless ``command`` overrides them."""
     command: list[str] | None = None
@@ -129,6 +138,8 @@ class SampleSpec(BaseModel):
         }
         if self.node is not None:
             labels[LABEL_NODE] = self.node
+        if self.attempt is not None:
+            labels[LABEL_ATTEMPT] = self.attempt
         return labels
 
 
@@ -340,8 +351,16 @@ class Backend(ABC, Generic[H]):
             SandboxError: something could not be removed (a later sweep will).
         """
 
-    def sweep(self, run_id: str | None = None, *, orphans_only: bool = False) -> SweepReport:
-        """Remove leftovers of earlier runs; the default removes the scratch folders only."""
+    def sweep(
+        self, run_id: str | None = None, *, attempt: str | None = None, orphans_only: bool = False
+    ) -> SweepReport:
+        """Remove sandbox resources: every run's, or ``run_id``'s, or only those one ``attempt`` made (labelled
+        ``ispm.attempt``), sparing another attempt's of the same run.
+
+        The default removes the scratch folders only (per process, so none when only an attempt's are asked for).
+        """
+        if attempt is not None:
+            return SweepReport()
         removed, failures = sweep_scratch(orphans_only=orphans_only)
         return SweepReport(directories=removed, failures=failures)
 

@@ -83,9 +83,11 @@ class DockerBackend(Backend[DockerSample]):
         """Close the engine connection."""
         self.client.close()
 
-    def sweep(self, run_id: str | None = None, *, orphans_only: bool = False) -> SweepReport:
+    def sweep(
+        self, run_id: str | None = None, *, attempt: str | None = None, orphans_only: bool = False
+    ) -> SweepReport:
         """See :func:`runner.sandbox.docker.engine.sweep`."""
-        return engine.sweep(self.client, run_id, orphans_only=orphans_only)
+        return engine.sweep(self.client, run_id, attempt=attempt, orphans_only=orphans_only)
 
     # -- create ------------------------------------------------------------------------------------------
 

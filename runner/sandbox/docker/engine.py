@@ -14,6 +14,7 @@ import requests.exceptions
 from runner import log
 from runner.errors import SandboxError
 from runner.sandbox.backend import (
+    LABEL_ATTEMPT,
     LABEL_OWNER,
     LABEL_RUN,
     LABEL_SANDBOX,
@@ -58,8 +59,14 @@ def connect() -> Any:
     return client
 
 
-def sweep(client: Any | None = None, run_id: str | None = None, *, orphans_only: bool = False) -> SweepReport:
-    """Remove every container, volume and network labelled ``ispm.sandbox`` (of ``run_id`` only, if given).
+def sweep(
+    client: Any | None = None, run_id: str | None = None, *, attempt: str | None = None, orphans_only: bool = False
+) -> SweepReport:
+    """Remove every container, volume and network labelled ``ispm.sandbox`` (of ``run_id`` only, if given; of
+    the run attempt ``attempt`` only, by its ``ispm.attempt`` label, if given).
+
+    An attempt's sweep spares every other attempt's resources, those of the same run included: a process that lost
+    a run to another (a board worker's lease) ends its own sandboxes of it and leaves the new owner's running.
 
     With ``orphans_only`` it spares resources whose owner process is still running on this host: that is
     what every backend start does, so a runner killed with ``kill -9`` leaves nothing after the next start,
@@ -72,6 +79,8 @@ def sweep(client: Any | None = None, run_id: str | None = None, *, orphans_only:
     engine = client if client is not None else connect()
     api = engine.api
     wanted = [f"{LABEL_SANDBOX}=1"] + ([f"{LABEL_RUN}={run_id}"] if run_id else [])
+    if attempt is not None:
+        wanted.append(f"{LABEL_ATTEMPT}={attempt}")
     report = SweepReport()
 
     def spare(labels: dict[str, str] | None) -> bool:
@@ -100,7 +109,7 @@ def sweep(client: Any | None = None, run_id: str | None = None, *, orphans_only:
                 pass
             except ENGINE_ERRORS as exc:
                 report.failures.append(f"{kind} {name(item)}: {exc}")
-    if run_id is None:
+    if run_id is None and attempt is None:
         removed, failures = sweep_scratch(orphans_only=orphans_only)
         report.directories += removed
         report.failures += failures
@@ -108,6 +117,7 @@ def sweep(client: Any | None = None, run_id: str | None = None, *, orphans_only:
         _log.info(
             "sandbox.swept",
             run=run_id,
+            attempt=attempt,
             containers=len(report.containers),
             volumes=len(report.volumes),
             networks=len(report.networks),
