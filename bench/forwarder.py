@@ -17,7 +17,6 @@ import argparse
 import os
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from runner.sandbox.forwarder import READY  # noqa: E402  # the bench runs from a checkout, not an install
+from runner.sandbox.local import start_forwarder  # noqa: E402  # the bench runs from a checkout, not an install
 
 Pair = tuple[socket.socket, socket.socket]  # (the gateway's side, the reader)
 EVENT = b"data: " + b'{"type":"content_block_delta","delta":{"type":"text_delta","text":"tok"}}' + b"\n\n"
@@ -58,19 +57,14 @@ def _paths(folder: Path) -> Iterator[tuple[Pair, Pair, int]]:
     gateway = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     gateway.bind(path)
     gateway.listen(4)
-    script = ROOT / "runner" / "sandbox" / "forwarder.py"
-    child = subprocess.Popen(
-        [sys.executable, "-I", str(script), "--socket", path, "--port", "0"], stdout=subprocess.PIPE, text=True
-    )
+    child, port = start_forwarder(Path(path))  # as the local backend starts it
     try:
-        assert child.stdout is not None
-        ready = child.stdout.readline()
-        if not ready.startswith(READY):
-            raise RuntimeError(f"the forwarder did not start: {ready!r}")
+        if port is None:
+            raise RuntimeError("the forwarder did not start")
         direct = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         direct.connect(path)
         direct_inside, _ = gateway.accept()
-        forwarded = socket.create_connection(("127.0.0.1", int(ready.rsplit(":", 1)[1])))
+        forwarded = socket.create_connection(("127.0.0.1", port))
         forwarded_inside, _ = gateway.accept()
         yield (direct_inside, direct), (forwarded_inside, forwarded), child.pid
         for sock in (direct, direct_inside, forwarded, forwarded_inside, gateway):

@@ -65,7 +65,7 @@ from typing import Any, Literal
 
 import httpx
 
-from runner.sandbox.forwarder import READY
+from runner.sandbox.local import start_forwarder
 
 ROOT = Path(__file__).resolve().parent.parent
 CONCURRENCY = (1, 16)
@@ -318,7 +318,7 @@ def _running() -> Iterator[Bench]:
         fake.start()
         fake_url = fake_end.recv()
         processes = [fake]
-        children: list[subprocess.Popen[str]] = []
+        forwarder_processes: list[subprocess.Popen[bytes]] = []
         gateways: dict[str, Connection] = {}
         listening: dict[str, tuple[int, list[str], str]] = {}
         for name in ("openai", "anthropic"):
@@ -335,13 +335,15 @@ def _running() -> Iterator[Bench]:
             headers = {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
             return httpx.Client(base_url=fake_url, headers=headers, timeout=60)
 
-        forwarders: dict[str, list[int]] = {}  # per gateway, one forwarder per caller slot, as one per sandbox
+        forwarder_ports: dict[str, list[int]] = {}  # per gateway, one forwarder per caller slot, as one per sandbox
         for name, (_, _, sock) in listening.items():
-            forwarders[name] = []
+            forwarder_ports[name] = []
             for _ in range(SLOTS):
-                process_, port_ = _forwarder(sock)
-                children.append(process_)
-                forwarders[name].append(port_)
+                process_, port_ = start_forwarder(Path(sock))  # the local backend's own start-up of it
+                forwarder_processes.append(process_)
+                if port_ is None:
+                    raise RuntimeError("a forwarder did not start")
+                forwarder_ports[name].append(port_)
 
         def via(gateway: str, transport: str) -> Callable[[int], httpx.Client]:
             port, tokens, sock = listening[gateway]
@@ -356,7 +358,7 @@ def _running() -> Iterator[Bench]:
                     return httpx.Client(
                         transport=httpx.HTTPTransport(uds=sock), base_url="http://gw", headers=headers, timeout=60
                     )
-                target = forwarders[gateway][i] if transport == "fwd" else port
+                target = forwarder_ports[gateway][i] if transport == "fwd" else port
                 return httpx.Client(base_url=f"http://127.0.0.1:{target}", headers=headers, timeout=60)
 
             return make
@@ -387,23 +389,9 @@ def _running() -> Iterator[Bench]:
             fake_end.send("stop")
             for process in processes:
                 process.join(10)
-            for child in children:
-                child.kill()
-                child.wait(10)
-
-
-def _forwarder(sock: str) -> tuple[subprocess.Popen[str], int]:
-    """The sandbox's own forwarder script (``runner/sandbox/forwarder.py``) from a loopback port to ``sock``."""
-    script = ROOT / "runner" / "sandbox" / "forwarder.py"
-    child = subprocess.Popen(
-        [sys.executable, "-I", str(script), "--socket", sock, "--port", "0"], stdout=subprocess.PIPE, text=True
-    )
-    assert child.stdout is not None
-    ready = child.stdout.readline()  # "<READY> 127.0.0.1:<port>"
-    if not ready.startswith(READY):
-        child.kill()
-        raise RuntimeError(f"the forwarder did not start: {ready!r}")
-    return child, int(ready.rsplit(":", 1)[1])
+            for forwarder in forwarder_processes:
+                forwarder.kill()
+                forwarder.wait(10)
 
 
 def _run_scenario(

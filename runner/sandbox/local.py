@@ -145,7 +145,7 @@ class LocalBackend(Backend[_LocalSample]):
         if spec.gateway_socket_dir is not None:
             if spec.gateway_token is None:
                 raise SandboxError("gateway_socket_dir is set but gateway_token is not", sample_id=spec.sample_id)
-            port = self._start_forwarder(handle, spec.gateway_socket_dir / GATEWAY_SOCKET_NAME)
+            handle.forwarder, port = start_forwarder(spec.gateway_socket_dir / GATEWAY_SOCKET_NAME)
             if port is None:
                 return AgentEnd(failure=("gateway_error", "the gateway forwarder did not start"))
             env |= gateway_env(spec.gateway_token.get_secret_value(), spec.gateway_model, port)
@@ -183,25 +183,6 @@ class LocalBackend(Backend[_LocalSample]):
             return AgentEnd(timed_out=True)
         return AgentEnd(exit_code=handle.process.returncode)
 
-    def _start_forwarder(self, handle: _LocalSample, socket_path: Path) -> int | None:
-        handle.forwarder = subprocess.Popen(
-            [sys.executable, "-I", forwarder.__file__, "--socket", str(socket_path), "--port", "0"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            start_new_session=True,
-        )
-        stdout = handle.forwarder.stdout
-        assert stdout is not None
-        # readline blocks, so it runs in a thread that the deadline can abandon.
-        line: list[bytes] = []
-        reader = threading.Thread(target=lambda: line.append(stdout.readline()), daemon=True)
-        reader.start()
-        reader.join(_READY_TIMEOUT_S)
-        text = line[0].decode() if line else ""
-        if not text.startswith(forwarder.READY):
-            return None
-        return int(text.rsplit(":", 1)[1])
-
     def collect(self, handle: _LocalSample, end: AgentEnd) -> SampleOutput:
         """Read the output folder (symlinks are reported, never followed) and classify the sample."""
         spec = handle.spec
@@ -224,3 +205,25 @@ class LocalBackend(Backend[_LocalSample]):
                     if stream is not None:
                         stream.close()
         shutil.rmtree(handle.folder, ignore_errors=True)
+
+
+def start_forwarder(socket_path: Path) -> tuple[subprocess.Popen[bytes], int | None]:
+    """Start the sandbox's forwarder on a free loopback port to ``socket_path``, in a session of its own: the
+    process, and its port, or ``None`` when it did not say it was ready within :data:`_READY_TIMEOUT_S`."""
+    process = subprocess.Popen(
+        [sys.executable, "-I", forwarder.__file__, "--socket", str(socket_path), "--port", "0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    stdout = process.stdout
+    assert stdout is not None
+    # readline blocks, so it runs in a thread that the deadline can abandon.
+    line: list[bytes] = []
+    reader = threading.Thread(target=lambda: line.append(stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(_READY_TIMEOUT_S)
+    text = line[0].decode() if line else ""
+    if not text.startswith(forwarder.READY):
+        return process, None
+    return process, int(text.rsplit(":", 1)[1])
