@@ -17,8 +17,8 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from runner import __version__, log
-from runner.errors import SandboxError
+from runner.cluster.driver import RayRunner
+from runner.cluster.model import NodeExpectations
 from runner.grading.grade import GradingContext
 from runner.grading.judge import Judge, LLMJudge
 from runner.grading.reference_judge import REFERENCE_ALIAS, ReferenceJudge
@@ -52,9 +53,10 @@ from runner.run.journal import (
 )
 from runner.run.progress import Progress
 from runner.run.recordings import write_recordings
+from runner.run.sample_runner import HostRunner, SampleRunner
 from runner.run.scheduler import Outcome, RunPlan, StopRequest, execute
 from runner.run.spec import RunError, RunSpec
-from runner.sandbox.backend import Backend, SampleSpec
+from runner.sandbox.backend import Backend
 from runner.sandbox.trial import make_backend, resolve_image
 from runner.tasks.load import load_tasks
 from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
@@ -161,13 +163,13 @@ def resolve_models(spec: RunSpec, ray_address: str | None = None) -> dict[str, s
     """
     models = [a for a in spec.judges if not _is_reference(a)]
     on_nodes = None
-    if spec.candidate and spec.calibration is None:
+    if spec.needed_model is not None:
         if spec.backend == "ray":
             from runner.cluster.probe import probe_candidate
 
-            on_nodes = probe_candidate(ray_address or os.environ.get("RAY_ADDRESS"), spec.candidate)
+            on_nodes = probe_candidate(ray_address or os.environ.get("RAY_ADDRESS"), spec.needed_model)
         else:
-            models.insert(0, spec.candidate)
+            models.insert(0, spec.needed_model)
     resolved = {on_nodes.alias: on_nodes.returned_model or ""} if on_nodes is not None else {}
     if not models:
         return resolved
@@ -209,10 +211,15 @@ def run_preflight(
     resolved = resolve_models(spec, ray_address) if probe else {}
     rubrics = load_rubrics()
     if planned is None:
-        planned = len(spec.tasks if spec.tasks is not None else load_tasks(tasks_dir())) * spec.epochs
+        planned = planned_samples(spec)
     return Preflight(
         resolved_models=resolved, judge_dry_runs=dry_run(make_judges(spec.judges, rubrics), planned, rubrics)
     )
+
+
+def planned_samples(spec: RunSpec) -> int:
+    """How many samples ``spec`` plans: its tasks (every task of the set without a filter) times its epochs."""
+    return len(spec.tasks if spec.tasks is not None else load_tasks(tasks_dir())) * spec.epochs
 
 
 def image_ids(spec: RunSpec) -> dict[str, str]:
@@ -317,8 +324,7 @@ def resume_run(
         raise RunError(f"the world, tasks or rubrics changed since {run_dir} started; start a new run")
     _, graded = done_pairs(entries)
     spec = starts[0].spec
-    planned = len(spec.tasks if spec.tasks is not None else load_tasks(tasks_dir())) * spec.epochs - len(graded)
-    dry_runs = dry_run(make_judges(spec.judges, rubrics), planned, rubrics)
+    dry_runs = dry_run(make_judges(spec.judges, rubrics), planned_samples(spec) - len(graded), rubrics)
     started = starts[0].model_copy(
         update={
             "ts": now(),
@@ -367,74 +373,78 @@ def _go(
     if spec.calibration == "replay":
         replay_dir = write_recordings([tasks[t] for t in wanted], truths, folder / REPLAY_DIR)
     finished, graded = done_pairs(entries)
-    # What every plan of this run holds, wherever its samples run.
-    common: dict[str, Any] = {
-        "run_id": started.run_id,
-        "spec": spec,
-        "image": resolve_image(spec.agent_image),
-        "tasks": {t: tasks[t] for t in wanted},
-        "truths": truths,
-        "judges": make_judges(spec.judges, rubrics),
-        "world_file": world_dir() / SNAPSHOT_NAME,
-        "replay_dir": replay_dir,
-        "finished": finished,
-        "graded": graded,
-    }
+    # The run's own stop request: a cluster makes it when every node it admitted is gone. A caller's request (a
+    # board's cancel) is passed on to it, the first reason winning, but is never set by the run: its owner reads it
+    # as its own stop.
+    request = StopRequest()
+    with (
+        stop.passed_on(request) if stop is not None else nullcontext(),
+        _sample_runner(started, backend, gateway, ray_address) as (runner, journaling),
+        Journal(folder / JOURNAL_NAME) as journal,
+    ):
+        journal.append(started)
+        with journaling(journal, request):
+            plan = RunPlan(
+                run_id=started.run_id,
+                spec=spec,
+                image=resolve_image(spec.agent_image),
+                tasks={t: tasks[t] for t in wanted},
+                truths=truths,
+                runner=runner,
+                judges=make_judges(spec.judges, rubrics),
+                world_file=world_dir() / SNAPSHOT_NAME,
+                journal=journal,
+                replay_dir=replay_dir,
+                finished=finished,
+                graded=graded,
+            )
+            outcome, used = execute(plan, used_s=started.used_s, progress=progress, stop=request)
+        if outcome == "completed":
+            journal.append(RunFinished(used_s=round(used, 3)))
+    return _finish(folder, outcome, write=not request.hands_off)
+
+
+Journaling = Callable[[Journal, StopRequest], AbstractContextManager[None]]
+"""What a runner journals itself while the run journals (a cluster: the nodes it leaves out), given the run's stop
+request (a cluster stops the run when every node it admitted is gone)."""
+
+
+def _journals_nothing(journal: Journal, stop: StopRequest) -> AbstractContextManager[None]:
+    return nullcontext()
+
+
+@contextmanager
+def _sample_runner(
+    started: RunStarted, backend: Backend[Any] | None, gateway: Gateway | None, ray_address: str | None
+) -> Iterator[tuple[SampleRunner, Journaling]]:
+    """Where the run's samples run, for the block: this host (``backend``, else the spec's, and ``gateway``, else
+    one of the run's own when it needs a model), or the cluster of the ``ray`` backend."""
+    spec = started.spec
     if spec.backend == "ray":
-        return _go_on_cluster(folder, started, progress, ray_address, common, stop)
+        # The driver keeps the journal, grading, judges and record; the cluster's nodes run the samples, each with
+        # its own model gateway and keys, so no gateway runs here.
+        with _cluster(started, ray_address) as cluster:
+            yield cluster, cluster.journaling
+        return
     own_gateway = None
-    if gateway is None and spec.candidate and spec.calibration is None:
+    if gateway is None and spec.needed_model is not None:
+        # Function-local: the gateway's web stack is heavy, and calibration runs and the CLI's start-up never need it.
         from runner.gateway.server import Gateway
 
         # The agent reaches its model only through this host-side gateway, which also counts its tokens.
-        own_gateway = gateway = Gateway(spec.candidate)
-    runner = backend or make_backend(spec.backend)
+        own_gateway = gateway = Gateway(spec.needed_model)
+    sandboxes = backend or make_backend(spec.backend)
     try:
-        outcome = _execute(folder, started, progress, common, stop, backend=runner, gateway=gateway)
+        yield HostRunner(sandboxes, gateway), _journals_nothing
     finally:
         if backend is None:
-            runner.close()
+            sandboxes.close()
         if own_gateway is not None:
             own_gateway.close()
-    return _finish(folder, outcome, write=not (stop is not None and stop.hands_off))
 
 
-def _execute(
-    folder: Path,
-    started: RunStarted,
-    progress: Progress | None,
-    common: dict[str, Any],
-    stop: StopRequest | None,
-    journaling: Callable[[Journal], AbstractContextManager[None]] | None = None,
-    **where: Any,
-) -> Outcome:
-    """Journal the start, run the plan (``common`` and where its samples run), and journal a completed end.
-
-    ``journaling``: what else journals while the plan runs (the cluster: the nodes it leaves out; it also stops the
-    run when every node is gone)."""
-    with Journal(folder / JOURNAL_NAME) as journal:
-        journal.append(started)
-        with journaling(journal) if journaling is not None else nullcontext():
-            plan = RunPlan(journal=journal, **common, **where)
-            outcome, used = execute(plan, used_s=started.used_s, progress=progress, stop=stop)
-        if outcome == "completed":
-            journal.append(RunFinished(used_s=round(used, 3)))
-    return outcome
-
-
-def _go_on_cluster(
-    folder: Path,
-    started: RunStarted,
-    progress: Progress | None,
-    ray_address: str | None,
-    common: dict[str, Any],
-    stop: StopRequest | None = None,
-) -> RunResult:
-    # The driver keeps the journal, grading, judges and record; the cluster's nodes run the samples, each with
-    # its own model gateway and keys, so no gateway runs here.
-    from runner.cluster.driver import RayRunner
-    from runner.cluster.model import NodeExpectations
-
+@contextmanager
+def _cluster(started: RunStarted, ray_address: str | None) -> Iterator[RayRunner]:
     spec = started.spec
     expected = NodeExpectations(
         runner_version=started.runner_version,
@@ -445,46 +455,11 @@ def _go_on_cluster(
         candidate_model=started.resolved_models.get(spec.candidate or ""),
     )
     address = ray_address or os.environ.get("RAY_ADDRESS")
-    needs_model = spec.candidate if spec.candidate and spec.calibration is None else None
-    # The run's own stop request: the cluster makes it when every node it admitted is gone. A caller's request (a
-    # board's cancel) is passed on to it, the first reason winning, but is never set by the cluster: its owner
-    # reads it as its own stop.
-    request = StopRequest()
-    with stop.passed_on(request) if stop is not None else nullcontext():
-        cluster = RayRunner.connect(address, started.run_id, expected, candidate=needs_model)
-        try:
-            outcome = _execute(
-                folder,
-                started,
-                progress,
-                common,
-                request,
-                lambda journal: cluster.journaling(journal, request),
-                backend=_NoBackend(),
-                runner=cluster,
-            )
-        finally:
-            cluster.close()
-        return _finish(folder, outcome, write=not request.hands_off)
-
-
-class _NoBackend(Backend[Any]):
-    """The driver of a cluster run has no sandbox of its own: every phase is the nodes' (``plan.runner``)."""
-
-    name = "none"
-    isolates = True
-
-    def create(self, spec: SampleSpec) -> Any:
-        raise SandboxError("a cluster run's driver runs no sandbox", sample_id=spec.sample_id)
-
-    def run(self, handle: Any) -> Any:
-        raise SandboxError("a cluster run's driver runs no sandbox")
-
-    def collect(self, handle: Any, end: Any) -> Any:
-        raise SandboxError("a cluster run's driver runs no sandbox")
-
-    def remove(self, handle: Any) -> None:
-        raise SandboxError("a cluster run's driver runs no sandbox")
+    cluster = RayRunner.connect(address, started.run_id, expected, candidate=spec.needed_model)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
 
 
 def _finish(folder: Path, outcome: Outcome, *, write: bool = True) -> RunResult:

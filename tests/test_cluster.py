@@ -303,7 +303,7 @@ def test_the_sample_limit_holds_on_the_node(nodes: Nodes) -> None:
     )
     with RayRunner.connect(nodes.address, spec.run_id, _expectations({}), candidate=None) as cluster:
         started = time.monotonic()
-        ran = cluster.run_sample(spec, with_gateway=False)
+        ran = cluster.run_sample(spec)
         took = time.monotonic() - started
     assert ran.output.status == "timeout" and ran.node in nodes.worker_ids() and ran.attempts == ()
     assert 2.0 <= ran.output.timings.agent < 10.0 and took < 30.0

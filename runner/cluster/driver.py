@@ -1,6 +1,6 @@
 """The driver's side of a cluster run: connect, check every sandbox node, ship images, run samples with retries.
 
-:class:`RayRunner` is a :class:`runner.run.scheduler.SampleRunner`: the scheduler's worker threads call
+:class:`RayRunner` is a :class:`runner.run.sample_runner.SampleRunner`: the scheduler's worker threads call
 :meth:`RayRunner.run_sample`, which submits one Ray task needing one ``ispm_sandbox`` unit and waits for it.
 Grading, judges, the journal and the record stay on the driver.
 
@@ -43,7 +43,8 @@ from runner.cluster.node import NodeAgent
 from runner.cluster.sample import run_on_node
 from runner.contract import SampleOutput
 from runner.run.journal import Journal, NodeLeftOut, SampleAttempt
-from runner.run.scheduler import RanSample, StopRequest
+from runner.run.sample_runner import RanSample
+from runner.run.scheduler import StopRequest
 from runner.sandbox.backend import SampleSpec
 from runner.sandbox.transfer import CHUNK_BYTES, save_chunks
 
@@ -408,8 +409,9 @@ class RayRunner:
 
     # -- samples ---------------------------------------------------------------------------------------------
 
-    def run_sample(self, spec: SampleSpec, *, with_gateway: bool) -> RanSample:
-        """Run ``spec`` on some admitted node; an attempt lost with its node is noted and run again elsewhere.
+    def run_sample(self, spec: SampleSpec) -> RanSample:
+        """Run ``spec`` on some admitted node, linked to the node's gateway when the run has a candidate; an attempt
+        lost with its node is noted and run again elsewhere.
 
         An attempt Ray cannot place because no admitted node is alive ran nowhere: while the run journals it costs
         the sample none of its attempts, and the sample asks again every :data:`WATCH_S` until a node is admitted
@@ -422,14 +424,14 @@ class RayRunner:
         recordings = _recordings(spec) if spec.replay_dir is not None else None
         lost: list[SampleAttempt] = []
         while len(lost) < self.max_attempts and not self._stopping.is_set():
-            attempt = self._task.remote(self.attempt, spec, with_gateway, recordings)
+            attempt = self._task.remote(self.attempt, spec, self.candidate is not None, recordings)
             node = "unknown"
             try:
                 # However long it queues for a unit, then at most the sample limit and a grace.
                 node = str(self._next(attempt, None))
                 result = self._next(attempt, spec.time_limit_s + GRACE_S)
                 assert isinstance(result, NodeResult)
-                return RanSample(result.output, result.usage, result.node, tuple(lost))
+                return RanSample(output=result.output, usage=result.usage, node=result.node, attempts=tuple(lost))
             except ray.exceptions.TaskUnschedulableError as exc:
                 # Ray fails at once a task whose selector names only dead nodes: burning the sample's attempts on it
                 # would journal a sandbox_error for a sample that never ran.
@@ -444,7 +446,7 @@ class RayRunner:
         output = SampleOutput(
             task_id=spec.task_id, epoch=spec.epoch, status="sandbox_error", error=f"no attempt came back: {error}"
         )
-        return RanSample(output, None, None, tuple(lost))
+        return RanSample(output=output, attempts=tuple(lost))
 
     def _lost(self, spec: SampleSpec, node: str, exc: BaseException) -> SampleAttempt:
         """Say that an attempt at ``spec`` on ``node`` was lost, and why; the attempt to note with the sample."""

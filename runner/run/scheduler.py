@@ -11,10 +11,9 @@ that did not grade every planned sample within the limit ends ``timed_out``; the
 agents), waits for the workers, and journals ``run_interrupted``. Samples cut short this way are not
 journaled: they were not the agent's failure, and a resume runs them again.
 
-**Where samples run.** On one machine the workers call the plan's backend themselves, each sample linked to the
-host's gateway. A plan may instead carry a :class:`SampleRunner` that runs whole samples elsewhere (the Ray cluster
-of ``runner.cluster``) and hands back the output, the gateway's usage, the node and any lost attempts; grading,
-judges and the journal stay here either way.
+**Where samples run** is the plan's :class:`~runner.run.sample_runner.SampleRunner`: this host's backend, each
+sample linked to the host's gateway, or a Ray cluster's nodes (``runner.cluster``). It hands back the output, the
+gateway's usage, the node and any lost tries; grading, judges and the journal stay here either way.
 
 **A stop from outside** (:class:`StopRequest`: a board's cancel, or a cluster run's driver when every node it admitted
 is gone) ends the run the same way as Ctrl-C, from any thread, and journals ``run_interrupted`` with its reason. A
@@ -43,7 +42,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+from typing import Literal
 
 from runner import log
 from runner.contract import SampleOutput
@@ -56,19 +55,16 @@ from runner.run.journal import (
     RunInterrupted,
     RunStopped,
     RunTimedOut,
-    SampleAttempt,
     SampleFinished,
     SampleGraded,
 )
 from runner.run.progress import Progress, make_progress
+from runner.run.sample_runner import RanSample, SampleRunner
 from runner.run.spec import RunSpec
-from runner.sandbox.backend import Backend, SampleSpec, gateway_link
+from runner.sandbox.backend import SampleSpec
 from runner.tasks.model import Task
 from runner.tasks.truth import TaskTruth
 from runner.tasks.view import agent_files
-
-if TYPE_CHECKING:
-    from runner.gateway.server import Gateway, SampleUsage
 
 _log = log.get(__name__)
 
@@ -128,35 +124,9 @@ class StopRequest:
         return self._requested.is_set()
 
 
-class RanSample(NamedTuple):
-    """One sample as it came back from wherever it ran."""
-
-    output: SampleOutput
-    usage: SampleUsage | None
-    """The agent's usage as the gateway counted it; ``None`` without a gateway."""
-    node: str | None = None
-    """The cluster node the kept attempt ran on; ``None`` on one machine."""
-    attempts: tuple[SampleAttempt, ...] = ()
-    """Attempts lost before the kept one."""
-
-
-class SampleRunner(Protocol):
-    """Runs whole samples somewhere other than this process (a cluster), with their gateway there."""
-
-    def run_sample(self, spec: SampleSpec, *, with_gateway: bool) -> RanSample:
-        """Run ``spec`` to its end, retrying an attempt lost with its node; never raises for the sample's own
-        failure. ``with_gateway``: link the sample to its node's model gateway and return the usage."""
-        ...
-
-    def sweep(self, run_id: str, *, attempt: str | None = None) -> None:
-        """Remove every sandbox resource of ``run_id`` wherever it runs (Ctrl-C, a tripped breaker), or only those
-        of its attempt ``attempt`` (the ``ispm.attempt`` label: a hands-off stop)."""
-        ...
-
-
 @dataclass
 class RunPlan:
-    """What the scheduler needs: the spec, the tasks and their truth, the backend, the judges, the journal."""
+    """What the scheduler needs: the spec, the tasks and their truth, where samples run, the judges, the journal."""
 
     run_id: str
     spec: RunSpec
@@ -164,18 +134,16 @@ class RunPlan:
     """The resolved image tag."""
     tasks: dict[str, Task]
     truths: dict[str, TaskTruth]
-    backend: Backend[Any]
+    runner: SampleRunner
+    """Where the samples run: this host (:class:`~runner.run.sample_runner.HostRunner`) or a cluster."""
     judges: list[Judge]
     world_file: Path
     journal: Journal
     replay_dir: Path | None = None
-    gateway: Gateway | None = None
     finished: dict[Pair, SampleOutput] = field(default_factory=dict)
     """Samples already collected by an earlier attempt (graded or not)."""
     graded: set[Pair] = field(default_factory=set)
     """Samples already graded by an earlier attempt: skipped."""
-    runner: SampleRunner | None = None
-    """Runs samples elsewhere (a cluster) instead of ``backend`` and ``gateway`` here."""
 
 
 class _Worker:
@@ -289,20 +257,7 @@ class _Worker:
             replay_dir=self.p.replay_dir,
             world_file=self.p.world_file,
         )
-        if self.p.runner is not None:
-            # The cluster's gateways are on its nodes, with their keys: the spec says whether the agent needs one.
-            needs_model = self.p.spec.candidate is not None and self.p.spec.calibration is None
-            return self.p.runner.run_sample(spec, with_gateway=needs_model)
-        if self.p.gateway is None:
-            return RanSample(self.p.backend.run_sample(spec), None)
-        with gateway_link(self.p.gateway, spec.sample_id) as (folder, token):
-            output = self.p.backend.run_sample(
-                spec.model_copy(
-                    update={"gateway_socket_dir": folder, "gateway_token": token, "gateway_model": self.p.gateway.model}
-                )
-            )
-        # Read after the link closed: revoking the token waits for the sample's requests in flight.
-        return RanSample(output, self.p.gateway.usage(spec.sample_id))
+        return self.p.runner.run_sample(spec)
 
 
 def execute(
@@ -392,9 +347,6 @@ def _stop(worker: _Worker, pool: ThreadPoolExecutor, p: RunPlan, *, own_only: bo
     attempt = worker.attempt if own_only else None
     try:
         # Removing the containers ends the agents now; the workers then return without journaling.
-        if p.runner is not None:
-            p.runner.sweep(p.run_id, attempt=attempt)
-        else:
-            p.backend.sweep(p.run_id, attempt=attempt)
+        p.runner.sweep(p.run_id, attempt=attempt)
     except SandboxError as exc:
         _log.error("run.sweep_failed", run=p.run_id, attempt=attempt, error=str(exc))

@@ -99,6 +99,11 @@ class RunSpec(BaseModel):
     official: bool = False
     """True only when ``official`` accepted the spec."""
 
+    @property
+    def needed_model(self) -> str | None:
+        """The candidate when the agent needs a model, and so a gateway: ``None`` for a calibration run."""
+        return self.candidate if self.candidate and self.calibration is None else None
+
     @field_validator("judges")
     @classmethod
     def _distinct_judges(cls, value: tuple[str, str]) -> tuple[str, str]:
