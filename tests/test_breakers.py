@@ -40,7 +40,7 @@ from runner.paths import tasks_dir, world_dir
 from runner.pipeline import resume_run, start_run
 from runner.record.audit import audit
 from runner.record.build import build_record, load_record
-from runner.record.health import CandidateHealth
+from runner.record.model import CandidateHealth
 from runner.record.report import REPORT_NAME
 from runner.run.calibration import CALIBRATION_JUDGES
 from runner.run.dry_run import JudgeDryRunError, dry_run_judges, load_calibration_set

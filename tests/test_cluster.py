@@ -31,7 +31,8 @@ from loopback_cluster import LOOPBACK, environment, loopback_cluster
 
 from runner import __version__
 from runner.cluster import SANDBOX_RESOURCE
-from runner.cluster.driver import RayRunner, connected, stage_image
+from runner.cluster.connection import connected
+from runner.cluster.driver import RayRunner, stage_image
 from runner.cluster.model import ClusterError, NodeExpectations
 from runner.gateway.preflight import PreflightError, preflight
 from runner.paths import tasks_dir

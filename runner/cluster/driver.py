@@ -27,7 +27,6 @@ on every sandbox (``ispm.attempt``; not :attr:`RayRunner.attempt`, which names t
 from __future__ import annotations
 
 import contextlib
-import logging
 import secrets
 import threading
 import time
@@ -38,6 +37,7 @@ from typing import Any
 
 from runner import log
 from runner.cluster import NAMESPACE, SANDBOX_RESOURCE, agent_name
+from runner.cluster.connection import connect, first_line, require_ray, sandbox_nodes
 from runner.cluster.model import ClusterError, NodeCheck, NodeExpectations, NodeResult
 from runner.cluster.node import NodeAgent
 from runner.cluster.sample import run_on_node
@@ -67,49 +67,6 @@ left out."""
 NODE_ID_LABEL = "ray.io/node-id"
 """The label Ray gives every node, its node id: a sample asks for the admitted nodes by it."""
 _POLL_S = 0.5
-
-
-def sandbox_nodes() -> list[str]:
-    """The ids of the live nodes that advertise ``ispm_sandbox``, in a stable order."""
-    import ray
-
-    return sorted(
-        n["NodeID"]
-        for n in ray.nodes()  # type: ignore[no-untyped-call]
-        if n.get("Alive") and n.get("Resources", {}).get(SANDBOX_RESOURCE, 0) > 0
-    )
-
-
-@contextmanager
-def connected(address: str | None) -> Iterator[None]:
-    """This process connected to the cluster at ``address`` for the block (left as is if it already was).
-
-    Raises:
-        ClusterError: no address, Ray is not installed, or the cluster is unreachable.
-    """
-    try:
-        import ray
-    except ImportError as exc:
-        raise ClusterError("the ray backend needs Ray: pip install 'ispm-enterprise-sql[cluster]'") from exc
-    if ray.is_initialized():
-        yield
-        return
-    _connect(address)
-    try:
-        yield
-    finally:
-        ray.shutdown()
-
-
-def _connect(address: str | None) -> None:
-    import ray
-
-    if not address:
-        raise ClusterError("no Ray cluster: give --ray-address or set RAY_ADDRESS")
-    try:
-        ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level=logging.WARNING)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise ClusterError(f"cannot connect to the Ray cluster at {address}: {exc}") from exc
 
 
 class RayRunner:
@@ -164,14 +121,9 @@ class RayRunner:
             ClusterError: no address, the cluster is unreachable, it has no ``ispm_sandbox`` node, or every node
                 was refused (each reason named).
         """
-        try:
-            import ray
-        except ImportError as exc:
-            raise ClusterError("the ray backend needs Ray: pip install 'ispm-enterprise-sql[cluster]'") from exc
-
-        owns = not ray.is_initialized()
+        owns = not require_ray().is_initialized()
         if owns:
-            _connect(address)
+            connect(address)
         runner = cls(run_id, expected, candidate=candidate, owns_connection=owns)
         try:
             runner.admit_nodes()
@@ -257,7 +209,7 @@ class RayRunner:
         except Exception as exc:  # the run goes on with the nodes it has
             if self._closed.is_set():
                 return None  # the runner closed under the check (and may have disconnected): nothing to say
-            detail = _first_line(exc)
+            detail = first_line(exc)
             _log.warning("cluster.join_check_failed", run=self.run_id, nodes=fresh, error=detail)
             for node in fresh:
                 if node not in self.agents and node not in self.left_out:
@@ -344,7 +296,7 @@ class RayRunner:
             try:
                 found: NodeCheck = ray.get(ref, timeout=CHECK_TIMEOUT_S)
             except ray.exceptions.RayError as exc:
-                refused[node] = [f"node {node[:12]}: its check failed: {_first_line(exc)}"]
+                refused[node] = [f"node {node[:12]}: its check failed: {first_line(exc)}"]
                 continue
             checks[node] = found
             if found.refusals(self.expected):
@@ -374,7 +326,7 @@ class RayRunner:
                     try:
                         ray.get(ref)
                     except ray.exceptions.RayError as exc:
-                        refused[node] = [f"node {node[:12]}: loading image {tag} failed: {_first_line(exc)}"]
+                        refused[node] = [f"node {node[:12]}: loading image {tag} failed: {first_line(exc)}"]
                 _log.info(
                     "cluster.image_shipped", tag=tag, chunks=len(chunks), s=round(time.perf_counter() - started, 3)
                 )
@@ -450,7 +402,7 @@ class RayRunner:
 
     def _lost(self, spec: SampleSpec, node: str, exc: BaseException) -> SampleAttempt:
         """Say that an attempt at ``spec`` on ``node`` was lost, and why; the attempt to note with the sample."""
-        detail = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        detail = first_line(exc)
         _log.warning("cluster.attempt_lost", run=self.run_id, sample=spec.sample_id, node=node, error=detail)
         return SampleAttempt(node=node, outcome="lost", detail=detail)
 
@@ -509,7 +461,7 @@ class RayRunner:
             try:
                 ray.get(call(agent), timeout=120)
             except ray.exceptions.RayError as exc:  # a dead node sweeps its own host when it comes back
-                _log.warning("cluster.node_unreachable", node=node, error=str(exc).splitlines()[0][:200])
+                _log.warning("cluster.node_unreachable", node=node, error=first_line(exc, 200))
 
     def __enter__(self) -> RayRunner:
         return self
@@ -532,13 +484,6 @@ def _stop_agent(agent: Any) -> None:
     with contextlib.suppress(ray.exceptions.RayError):  # dead already, or never started: kill it all the same
         ray.get(agent.close.remote(), timeout=30)
     ray.kill(agent)
-
-
-def _first_line(exc: BaseException) -> str:
-    """What went wrong, in one line: a task's own exception rather than Ray's wrapping of it."""
-    cause = getattr(exc, "cause", None)
-    text = str(cause if isinstance(cause, BaseException) else exc).strip()
-    return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
 def _recordings(spec: SampleSpec) -> dict[str, str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from runner import log
 from runner.cluster import SANDBOX_RESOURCE
+from runner.cluster.connection import connected, require_ray, sandbox_nodes
 from runner.cluster.model import ClusterError
 from runner.gateway.preflight import PreflightError, ResolvedModel
 
@@ -41,12 +42,9 @@ def probe_candidate(address: str | None, candidate: str) -> ResolvedModel:
         PreflightError: every node's probe failed (each node named), or the nodes' providers returned different
             model ids.
     """
-    try:
-        import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-    except ImportError as exc:
-        raise ClusterError("the ray backend needs Ray: pip install 'ispm-enterprise-sql[cluster]'") from exc
-    from runner.cluster.driver import connected, sandbox_nodes
+    ray = require_ray()
+    # Function-local: Ray is optional (the cluster extra), and require_ray has just said it is installed.
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     with connected(address):
         nodes = sandbox_nodes()
