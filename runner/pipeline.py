@@ -377,9 +377,10 @@ def _go(
     # board's cancel) is passed on to it, the first reason winning, but is never set by the run: its owner reads it
     # as its own stop.
     request = StopRequest()
+    attempt = secrets.token_hex(8)  # this start or resume: labelled on its sandboxes, and naming its node agents
     with (
         stop.passed_on(request) if stop is not None else nullcontext(),
-        _sample_runner(started, backend, gateway, ray_address) as (runner, journaling),
+        _sample_runner(started, attempt, backend, gateway, ray_address) as (runner, journaling),
         Journal(folder / JOURNAL_NAME) as journal,
     ):
         journal.append(started)
@@ -397,6 +398,7 @@ def _go(
                 replay_dir=replay_dir,
                 finished=finished,
                 graded=graded,
+                attempt=attempt,
             )
             outcome, used = execute(plan, used_s=started.used_s, progress=progress, stop=request)
         if outcome == "completed":
@@ -415,7 +417,11 @@ def _journals_nothing(journal: Journal, stop: StopRequest) -> AbstractContextMan
 
 @contextmanager
 def _sample_runner(
-    started: RunStarted, backend: Backend[Any] | None, gateway: Gateway | None, ray_address: str | None
+    started: RunStarted,
+    attempt: str,
+    backend: Backend[Any] | None,
+    gateway: Gateway | None,
+    ray_address: str | None,
 ) -> Iterator[tuple[SampleRunner, Journaling]]:
     """Where the run's samples run, for the block: this host (``backend``, else the spec's, and ``gateway``, else
     one of the run's own when it needs a model), or the cluster of the ``ray`` backend."""
@@ -423,7 +429,7 @@ def _sample_runner(
     if spec.backend == "ray":
         # The driver keeps the journal, grading, judges and record; the cluster's nodes run the samples, each with
         # its own model gateway and keys, so no gateway runs here.
-        with _cluster(started, ray_address) as cluster:
+        with _cluster(started, attempt, ray_address) as cluster:
             yield cluster, cluster.journaling
         return
     own_gateway = None
@@ -444,7 +450,7 @@ def _sample_runner(
 
 
 @contextmanager
-def _cluster(started: RunStarted, ray_address: str | None) -> Iterator[RayRunner]:
+def _cluster(started: RunStarted, attempt: str, ray_address: str | None) -> Iterator[RayRunner]:
     spec = started.spec
     expected = NodeExpectations(
         runner_version=started.runner_version,
@@ -455,7 +461,7 @@ def _cluster(started: RunStarted, ray_address: str | None) -> Iterator[RayRunner
         candidate_model=started.resolved_models.get(spec.candidate or ""),
     )
     address = ray_address or os.environ.get("RAY_ADDRESS")
-    cluster = RayRunner.connect(address, started.run_id, expected, candidate=spec.needed_model)
+    cluster = RayRunner.connect(address, started.run_id, expected, candidate=spec.needed_model, attempt=attempt)
     try:
         yield cluster
     finally:

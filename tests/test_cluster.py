@@ -306,7 +306,7 @@ def test_the_sample_limit_holds_on_the_node(nodes: Nodes) -> None:
         started = time.monotonic()
         ran = cluster.run_sample(spec)
         took = time.monotonic() - started
-    assert ran.output.status == "timeout" and ran.node in nodes.worker_ids() and ran.attempts == ()
+    assert ran.output.status == "timeout" and ran.node in nodes.worker_ids() and ran.lost_tries == ()
     assert 2.0 <= ran.output.timings.agent < 10.0 and took < 30.0
     assert containers_of(spec.run_id) == []
 

@@ -148,7 +148,7 @@ class FlakyCluster:
             task_id=spec.task_id, epoch=spec.epoch, status="ok", answer=gold_answer(task, TRUTH[task.id])
         )
         lost = (SampleAttempt(node="n-dead", outcome="lost", detail="NodeDiedError"),)
-        return RanSample(output=output, node="n-live", attempts=lost if spec.task_id == "ispm-002" else ())
+        return RanSample(output=output, node="n-live", lost_tries=lost if spec.task_id == "ispm-002" else ())
 
     def sweep(self, run_id: str, *, attempt: str | None = None) -> None:
         self.swept.append(run_id)

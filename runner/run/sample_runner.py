@@ -34,8 +34,8 @@ class RanSample(BaseModel):
     """The agent's usage as the gateway counted it; ``None`` without a gateway."""
     node: str | None = None
     """The cluster node the kept try ran on; ``None`` on one machine."""
-    attempts: tuple[SampleAttempt, ...] = ()
-    """Tries lost before the kept one."""
+    lost_tries: tuple[SampleAttempt, ...] = ()
+    """Tries lost before the kept one (the journal's and record's ``attempts``)."""
 
 
 class SampleRunner(Protocol):
