@@ -28,10 +28,10 @@ from pydantic import BaseModel, ConfigDict
 from runner import __version__, log
 from runner.cluster.driver import RayRunner
 from runner.cluster.model import NodeExpectations
-from runner.grading.grade import GradingContext
-from runner.grading.judge import Judge, LLMJudge
-from runner.grading.reference_judge import REFERENCE_ALIAS, ReferenceJudge
+from runner.grading.grade import GradingContext, make_judges
+from runner.grading.judge import Judge
 from runner.grading.rubric import RubricSet, load_rubrics
+from runner.grading.slots import is_reference
 from runner.paths import tasks_dir, world_dir
 from runner.record.build import build_record, write_record
 from runner.record.model import RECORD_NAME, RunRecord
@@ -127,11 +127,6 @@ class RunResult(BaseModel):
         return lines
 
 
-def make_judges(aliases: tuple[str, str], rubrics: RubricSet) -> list[Judge]:
-    """A judge per slot: ``ref`` or ``ref#N`` is the offline reference judge, anything else an LLM judge."""
-    return [ReferenceJudge(a, rubrics=rubrics) if _is_reference(a) else LLMJudge(a, rubrics=rubrics) for a in aliases]
-
-
 class Preflight(BaseModel):
     """What preflight found: the model ids the wire returned and each model judge's dry run."""
 
@@ -161,7 +156,7 @@ def resolve_models(spec: RunSpec, ray_address: str | None = None) -> dict[str, s
         PreflightError: a key is missing, an alias is unknown, or a provider does not answer.
         ClusterError: the ``ray`` backend's cluster is unreachable or has no sandbox node.
     """
-    models = [a for a in spec.judges if not _is_reference(a)]
+    models = [a for a in spec.judges if not is_reference(a)]
     on_nodes = None
     if spec.needed_model is not None:
         if spec.backend == "ray":
@@ -184,7 +179,7 @@ def dry_run(judges: Sequence[Judge], planned: int, rubrics: RubricSet) -> list[J
     Raises:
         JudgeDryRunError: a judge's reply did not parse, or it graded gold or null wrongly.
     """
-    models = [j for j in judges if not _is_reference(j.alias)]
+    models = [j for j in judges if not is_reference(j.alias)]
     if not models:
         return []
     tasks = {t.id: t for t in load_tasks(tasks_dir())}
@@ -236,10 +231,6 @@ def image_ids(spec: RunSpec) -> dict[str, str]:
     tag = resolve_image(spec.agent_image)
     found = engine_image_id(tag)
     return {tag: found} if found is not None else {}
-
-
-def _is_reference(alias: str) -> bool:
-    return alias == REFERENCE_ALIAS or alias.startswith(REFERENCE_ALIAS + "#")
 
 
 def new_run_id() -> str:

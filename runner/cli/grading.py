@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from runner.cli.judges import judge_option
 from runner.cli.output import json_option, print_json, print_json_lines
 from runner.paths import world_dir
 
@@ -104,26 +105,19 @@ def rubrics_command(as_json: bool) -> None:
 
 @click.command("grade")
 @click.argument("sample_path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--judge",
-    "judges",
-    multiple=True,
-    default=("ref",),
-    show_default=True,
-    help="A judge slot: ref, or provider/model (keys from the environment). Repeat for two slots.",
-)
+@judge_option(default=("ref",))
 @json_option("Print the whole sample grade as JSON.")
 def grade_command(sample_path: Path, judges: tuple[str, ...], as_json: bool) -> None:
     """Grade one collected sample (a SampleOutput JSON file): replay, entities, coverage, judges.
 
-    Example: ispm grade sample.json --judge ref --judge openai/gpt-4.1 --json
+    Judges take the slots of ispm run, so a sample is regraded as its run graded it (keys from the environment).
+
+    Example: ispm grade sample.json --judge ref#1 --judge openai/gpt-4.1 --json
     """
     from pydantic import ValidationError
 
     from runner.contract import SampleOutput
-    from runner.grading.grade import GradingContext, grade_sample
-    from runner.grading.judge import Judge, LLMJudge
-    from runner.grading.reference_judge import ReferenceJudge
+    from runner.grading.grade import GradingContext, grade_sample, make_judges
     from runner.paths import tasks_dir
     from runner.tasks.load import load_tasks
     from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
@@ -138,10 +132,7 @@ def grade_command(sample_path: Path, judges: tuple[str, ...], as_json: bool) -> 
     if sample.task_id not in tasks or sample.task_id not in truth:
         raise click.ClickException(f"{sample_path}: unknown task {sample.task_id}")
     with GradingContext(world_dir() / SNAPSHOT_NAME) as context:
-        slots: list[Judge] = [
-            ReferenceJudge(j, rubrics=context.rubrics) if j == "ref" else LLMJudge(j, rubrics=context.rubrics)
-            for j in judges
-        ]
+        slots = make_judges(judges, context.rubrics)
         task = tasks[sample.task_id]
         result = grade_sample(task, truth[sample.task_id], sample, slots, sample.epoch, context=context)
     if as_json:
