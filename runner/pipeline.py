@@ -21,13 +21,16 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from runner import __version__, log
 from runner.cluster.driver import RayRunner
 from runner.cluster.model import NodeExpectations
+from runner.cluster.probe import probe_candidate
+from runner.gateway.preflight import preflight
+from runner.gateway.server import Gateway
 from runner.grading.grade import GradingContext, make_judges
 from runner.grading.judge import Judge
 from runner.grading.rubric import RubricSet, load_rubrics
@@ -57,13 +60,11 @@ from runner.run.sample_runner import HostRunner, SampleRunner
 from runner.run.scheduler import Outcome, RunPlan, StopRequest, execute
 from runner.run.spec import RunError, RunSpec
 from runner.sandbox.backend import Backend
+from runner.sandbox.images import engine_image_id, ensure_images
 from runner.sandbox.trial import make_backend, resolve_image
 from runner.tasks.load import load_tasks
 from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
 from runner.world import SNAPSHOT_NAME
-
-if TYPE_CHECKING:
-    from runner.gateway.server import Gateway
 
 LOG_NAME = "log.jsonl"
 REPLAY_DIR = "replay"
@@ -160,15 +161,12 @@ def resolve_models(spec: RunSpec, ray_address: str | None = None) -> dict[str, s
     on_nodes = None
     if spec.needed_model is not None:
         if spec.backend == "ray":
-            from runner.cluster.probe import probe_candidate
-
             on_nodes = probe_candidate(ray_address or os.environ.get("RAY_ADDRESS"), spec.needed_model)
         else:
             models.insert(0, spec.needed_model)
     resolved = {on_nodes.alias: on_nodes.returned_model or ""} if on_nodes is not None else {}
     if not models:
         return resolved
-    from runner.gateway.preflight import preflight
 
     return resolved | {m.alias: m.returned_model or "" for m in preflight(models)}
 
@@ -226,7 +224,6 @@ def image_ids(spec: RunSpec) -> dict[str, str]:
     """
     if spec.backend == "local":
         return {}
-    from runner.sandbox.images import engine_image_id
 
     tag = resolve_image(spec.agent_image)
     found = engine_image_id(tag)
@@ -425,9 +422,6 @@ def _sample_runner(
         return
     own_gateway = None
     if gateway is None and spec.needed_model is not None:
-        # Function-local: the gateway's web stack is heavy, and calibration runs and the CLI's start-up never need it.
-        from runner.gateway.server import Gateway
-
         # The agent reaches its model only through this host-side gateway, which also counts its tokens.
         own_gateway = gateway = Gateway(spec.needed_model)
     sandboxes = backend or make_backend(spec.backend)
@@ -497,8 +491,6 @@ def run_calibration(
     """
     images: dict[str, str] = {}
     if build_images:
-        from runner.sandbox.images import ensure_images
-
         images = {ref.tag: ref.id for ref in ensure_images().values()}
     spec = calibration_spec(agent, epochs=epochs, concurrency=concurrency, tasks=tasks)
     return start_run(spec, run_dir, images=images, progress=progress)

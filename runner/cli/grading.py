@@ -8,7 +8,8 @@ import click
 
 from runner.cli.judges import judge_option
 from runner.cli.output import json_option, print_json, print_json_lines
-from runner.paths import world_dir
+from runner.paths import tasks_dir, world_dir
+from runner.world import SNAPSHOT_NAME
 
 
 @click.command("coverage")
@@ -32,6 +33,7 @@ def coverage_command(witness_path: Path, agent_path: Path, as_json: bool) -> Non
 
     Example: ispm coverage --witness witness.sql --agent agent.sql --json
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.grading.coverage import SqlSchema, coverage_from_files
     from runner.world.generate import all_tables
 
@@ -68,6 +70,7 @@ def consensus_command(votes: Path, as_json: bool) -> None:
 
     Example: ispm consensus votes.jsonl --json
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from collections import Counter
 
     from runner.grading.consensus import consensus_from_jsonl
@@ -91,6 +94,7 @@ def rubrics_command(as_json: bool) -> None:
 
     Example: ispm rubrics --json
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.grading.rubric import load_rubrics
 
     rubrics = load_rubrics()
@@ -114,14 +118,13 @@ def grade_command(sample_path: Path, judges: tuple[str, ...], as_json: bool) -> 
 
     Example: ispm grade sample.json --judge ref#1 --judge openai/gpt-4.1 --json
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from pydantic import ValidationError
 
     from runner.contract import SampleOutput
     from runner.grading.grade import GradingContext, grade_sample, make_judges
-    from runner.paths import tasks_dir
     from runner.tasks.load import load_tasks
     from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
-    from runner.world import SNAPSHOT_NAME
 
     try:
         sample = SampleOutput.model_validate_json(sample_path.read_bytes())

@@ -9,6 +9,8 @@ import click
 
 from runner.cli.judges import JUDGE_HELP, judge_option
 from runner.cli.output import json_option, print_json
+from runner.grading.slots import is_reference
+from runner.paths import tasks_dir
 
 if TYPE_CHECKING:
     from runner.pipeline import RunResult
@@ -41,11 +43,10 @@ def preflight_command(candidate: str, judges: tuple[str, ...], skip_dry_run: boo
 
     Example: ispm preflight --candidate openai/gpt-4.1 --judge anthropic/claude-sonnet-4-6 --judge openai/o3
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.gateway.preflight import preflight
     from runner.grading.grade import make_judges
     from runner.grading.rubric import load_rubrics
-    from runner.grading.slots import is_reference
-    from runner.paths import tasks_dir
     from runner.pipeline import dry_run
     from runner.run.spec import V1_EPOCHS
     from runner.tasks.load import load_tasks
@@ -138,6 +139,7 @@ def run_command(
 
     Example: ispm run --backend ray --ray-address head:6379 --agent-image replay --judge ref#1 --judge ref#2
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.pipeline import resume_run, run_preflight, start_run
     from runner.run.digests import current_digests
     from runner.run.spec import RunSpec
@@ -191,6 +193,7 @@ def demo_command(agent: str, epochs: int, concurrency: int, task_ids: tuple[str,
 
     Example: ispm demo --agent null
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.pipeline import run_calibration
 
     result = run_calibration(

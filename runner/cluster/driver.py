@@ -22,6 +22,8 @@ again on ``ispm run --resume``. A node sweeps only its own host's orphans: at it
 dead node's are left to the next node of its host that is checked. A stop sweeps the run's sandboxes on every node;
 a hands-off stop only its own attempt's: the sample's spec carries the run's attempt id, which the node labels on
 every sandbox (``ispm.attempt``); the same id names this attempt's node agents (:attr:`RayRunner.attempt`).
+
+Ray is optional (the ``cluster`` extra): it is imported inside functions, once a cluster is asked for.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from runner.run.journal import Journal, NodeLeftOut, SampleAttempt
 from runner.run.sample_runner import RanSample
 from runner.run.scheduler import StopRequest
 from runner.sandbox.backend import SampleSpec
+from runner.sandbox.docker import connect as connect_engine
 from runner.sandbox.transfer import CHUNK_BYTES, save_chunks
 
 _log = log.get(__name__)
@@ -319,9 +322,7 @@ class RayRunner:
         """
         import ray
 
-        from runner.sandbox.docker import connect
-
-        client = connect()
+        client = connect_engine()
         try:
             for tag in sorted({t for tags in lacking.values() for t in tags}):
                 takers = [n for n, tags in lacking.items() if tag in tags and n not in refused]

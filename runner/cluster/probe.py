@@ -13,7 +13,7 @@ from runner import log
 from runner.cluster import SANDBOX_RESOURCE
 from runner.cluster.connection import connected, require_ray, sandbox_nodes
 from runner.cluster.model import ClusterError
-from runner.gateway.preflight import PreflightError, ResolvedModel
+from runner.gateway.preflight import PreflightError, ResolvedModel, preflight
 
 _log = log.get(__name__)
 
@@ -27,8 +27,6 @@ def probe_here(candidate: str) -> ResolvedModel:
     Raises:
         PreflightError: the node has no key for it, or the provider does not answer.
     """
-    from runner.gateway.preflight import preflight
-
     (resolved,) = preflight([candidate])
     return resolved
 

@@ -10,7 +10,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import SecretStr
 
@@ -18,10 +18,8 @@ from runner.cluster import NAMESPACE, agent_name
 from runner.cluster.model import NodeRefused, NodeResult
 from runner.paths import world_dir
 from runner.sandbox.backend import SampleSpec
+from runner.sandbox.docker import DockerBackend
 from runner.world import DOCS_DIR, SNAPSHOT_NAME
-
-if TYPE_CHECKING:
-    from runner.sandbox.docker import DockerBackend
 
 _backend: DockerBackend | None = None
 _agents: dict[str, Any] = {}
@@ -32,8 +30,6 @@ def _docker() -> DockerBackend:
     # One engine connection per Ray worker process, reused by the samples it runs one after another.
     global _backend
     if _backend is None:
-        from runner.sandbox.docker import DockerBackend
-
         # The node's agent swept this host's orphans when it was checked.
         _backend = DockerBackend(sweep_on_start=False)
     return _backend

@@ -13,7 +13,9 @@ from runner.contract import SampleOutput
 from runner.errors import SandboxError, TaskError
 from runner.paths import tasks_dir
 from runner.sandbox.backend import Backend, SampleSpec, SweepReport, gateway_link
+from runner.sandbox.docker import DockerBackend, sweep
 from runner.sandbox.images import expected_tags
+from runner.sandbox.local import LocalBackend
 from runner.tasks.load import load_tasks
 from runner.tasks.view import agent_files
 
@@ -46,12 +48,8 @@ def make_backend(name: BackendName) -> Backend[Any]:
         SandboxError: Docker is not reachable (``docker``), or the name is unknown.
     """
     if name == "docker":
-        from runner.sandbox.docker import DockerBackend
-
         return DockerBackend()
     if name == "local":
-        from runner.sandbox.local import LocalBackend
-
         return LocalBackend()
     raise SandboxError(f"unknown sandbox backend {name!r}; use docker or local")
 
@@ -107,8 +105,6 @@ def sweep_sandbox(run_id: str | None = None, *, orphans_only: bool = False) -> S
     Raises:
         SandboxError: the Docker engine cannot be reached or listed.
     """
-    from runner.sandbox.docker import sweep
-
     return sweep(run_id=run_id, orphans_only=orphans_only)
 
 
