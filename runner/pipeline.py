@@ -18,7 +18,7 @@ import logging
 import os
 import secrets
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, closing, contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -361,6 +361,8 @@ def _go(
     if spec.calibration == "replay":
         replay_dir = write_recordings([tasks[t] for t in wanted], truths, folder / REPLAY_DIR)
     finished, graded = done_pairs(entries)
+    # Made before the journal opens: a judge that cannot be made (a key missing) leaves no trace of this start.
+    image, judges = resolve_image(spec.agent_image), make_judges(spec.judges, rubrics)
     # The run's own stop request: a cluster makes it when every node it admitted is gone. A caller's request (a
     # board's cancel) is passed on to it, the first reason winning, but is never set by the run: its owner reads it
     # as its own stop.
@@ -376,11 +378,11 @@ def _go(
             plan = RunPlan(
                 run_id=started.run_id,
                 spec=spec,
-                image=resolve_image(spec.agent_image),
+                image=image,
                 tasks={t: tasks[t] for t in wanted},
                 truths=truths,
                 runner=runner,
-                judges=make_judges(spec.judges, rubrics),
+                judges=judges,
                 world_file=world_dir() / SNAPSHOT_NAME,
                 journal=journal,
                 replay_dir=replay_dir,
@@ -420,18 +422,13 @@ def _sample_runner(
         with _cluster(started, attempt, ray_address) as cluster:
             yield cluster, cluster.journaling
         return
-    own_gateway = None
-    if gateway is None and spec.needed_model is not None:
-        # The agent reaches its model only through this host-side gateway, which also counts its tokens.
-        own_gateway = gateway = Gateway(spec.needed_model)
-    sandboxes = backend or make_backend(spec.backend)
-    try:
-        yield HostRunner(sandboxes, gateway), _journals_nothing
-    finally:
+    with ExitStack() as owned:  # what this run made for itself it closes, the backend first
+        if gateway is None and spec.needed_model is not None:
+            # The agent reaches its model only through this host-side gateway, which also counts its tokens.
+            gateway = owned.enter_context(closing(Gateway(spec.needed_model)))
         if backend is None:
-            sandboxes.close()
-        if own_gateway is not None:
-            own_gateway.close()
+            backend = owned.enter_context(closing(make_backend(spec.backend)))
+        yield HostRunner(backend, gateway), _journals_nothing
 
 
 @contextmanager
