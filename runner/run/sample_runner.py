@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from runner.contract import SampleOutput
 from runner.gateway.model import SampleUsage
 from runner.run.journal import SampleAttempt
-from runner.sandbox.backend import Backend, SampleSpec, gateway_link
+from runner.sandbox.backend import Backend, SampleSpec, run_linked
 
 if TYPE_CHECKING:
     from runner.gateway.server import Gateway
@@ -62,16 +62,10 @@ class HostRunner:
     def run_sample(self, spec: SampleSpec) -> RanSample:
         """Run ``spec`` through the backend, linked to the gateway when there is one; never raises for the
         sample's own failure."""
-        if self.gateway is None:
-            return RanSample(output=self.backend.run_sample(spec))
-        with gateway_link(self.gateway, spec.sample_id) as (folder, token):
-            output = self.backend.run_sample(
-                spec.model_copy(
-                    update={"gateway_socket_dir": folder, "gateway_token": token, "gateway_model": self.gateway.model}
-                )
-            )
+        output = run_linked(self.backend, spec, self.gateway)
         # Read after the link closed: revoking the token waits for the sample's requests in flight.
-        return RanSample(output=output, usage=self.gateway.usage(spec.sample_id))
+        usage = self.gateway.usage(spec.sample_id) if self.gateway is not None else None
+        return RanSample(output=output, usage=usage)
 
     def sweep(self, run_id: str, *, attempt: str | None = None) -> None:
         """Remove the run's (or its attempt's) sandbox resources on this host's backend.

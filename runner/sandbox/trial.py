@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from runner.contract import SampleOutput
 from runner.errors import SandboxError, TaskError
 from runner.paths import tasks_dir
-from runner.sandbox.backend import Backend, SampleSpec, SweepReport, gateway_link
+from runner.sandbox.backend import Backend, SampleSpec, SweepReport, run_linked
 from runner.sandbox.docker import DockerBackend, sweep
 from runner.sandbox.images import expected_tags
 from runner.sandbox.local import LocalBackend
@@ -85,18 +85,11 @@ def try_sample(
         time_limit_s=time_limit_s,
         replay_dir=replay_dir,
     )
-    runner = make_backend(backend)
+    sandboxes = make_backend(backend)
     try:
-        if gateway is None:
-            return runner.run_sample(spec)
-        with gateway_link(gateway, spec.sample_id) as (folder, token):
-            return runner.run_sample(
-                spec.model_copy(
-                    update={"gateway_socket_dir": folder, "gateway_token": token, "gateway_model": gateway.model}
-                )
-            )
+        return run_linked(sandboxes, spec, gateway)
     finally:
-        runner.close()
+        sandboxes.close()
 
 
 def sweep_sandbox(run_id: str | None = None, *, orphans_only: bool = False) -> SweepReport:
