@@ -130,17 +130,25 @@ class RunPlan:
     """What the scheduler needs: the spec, the tasks and their truth, where samples run, the judges, the journal."""
 
     run_id: str
+    """The run's id, labelled on its sandboxes (``ispm.run``)."""
     spec: RunSpec
+    """What the run is: agent, models, repetition and limits."""
     image: str
     """The resolved image tag."""
     tasks: dict[str, Task]
+    """The planned tasks, by id."""
     truths: dict[str, TaskTruth]
+    """Their ground truth, by task id (host only: it never enters a sandbox)."""
     runner: SampleRunner
     """Where the samples run: this host (:class:`~runner.run.sample_runner.HostRunner`) or a cluster."""
     judges: list[Judge]
+    """One judge per slot, in slot order."""
     world_file: Path
+    """The snapshot the grader replays the agent's SQL on."""
     journal: Journal
+    """Where every finished sample, vote and the run's end are appended."""
     replay_dir: Path | None = None
+    """The gold recordings mounted for the replay agent (calibration runs only)."""
     finished: dict[Pair, SampleOutput] = field(default_factory=dict)
     """Samples already collected by an earlier attempt (graded or not)."""
     graded: set[Pair] = field(default_factory=set)
