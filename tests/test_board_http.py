@@ -73,9 +73,7 @@ def _save(*images: tuple[str, dict[str, str] | None]) -> dict[str, bytes]:
     manifest = []
     for hex_id, labels in images:
         members.update(_image(hex_id, labels))
-        manifest.append(
-            {"Config": f"{hex_id}.json", "RepoTags": ["ispm/base:latest"], "Layers": [f"{hex_id[:8]}/layer.tar"]}
-        )
+        manifest.append({"Config": f"{hex_id}.json", "RepoTags": None, "Layers": [f"{hex_id[:8]}/layer.tar"]})
     members["manifest.json"] = json.dumps(manifest).encode()
     return members
 
