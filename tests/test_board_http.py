@@ -184,7 +184,11 @@ def test_a_foreign_token_is_refused(board: BoardProcess, tmp_path: Path) -> None
 
 
 def test_an_expired_token_is_refused(board: BoardProcess) -> None:
-    expired = board.token("bob", "--valid-days", "-1")
+    expired = board.token("bob", "--valid-days", "1")
+    engine = create_engine(f"sqlite:///{board.folder / 'data' / 'board.sqlite'}")
+    with engine.begin() as db:
+        db.execute(text("UPDATE tokens SET expires_at = '2026-01-01 00:00:00.000000' WHERE submitter = 'bob'"))
+    engine.dispose()
     response = _post(board, expired, GOOD)
     assert response.status_code == 401
     assert response.json()["error"].startswith("this token expired at ")

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import functools
 import secrets
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import anyio.to_thread
-from pydantic import BaseModel, ConfigDict
 from sqlalchemy import func, select
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -26,6 +24,7 @@ from runner.board import pages
 from runner.board.db import CLOSED, Submission, utcnow
 from runner.board.errors import BoardError
 from runner.board.lease import Hold, lease_end
+from runner.board.model import SubmissionView
 from runner.board.quarantine import board_tag, inspect_archive, load_image, remove_image
 from runner.board.signing import public_pem
 from runner.board.tokens import authenticate, bearer
@@ -39,47 +38,6 @@ from runner.world.digest import file_sha256
 UPLOADS_DIR = "uploads"
 MAX_NAME = 200
 MAX_LINKS = 5
-
-
-class SubmissionView(BaseModel):
-    """A submission as the API shows it."""
-
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
-
-    id: int
-    """The submission's number on this board."""
-    display_name: str
-    """As the submitter wrote it."""
-    candidate: str
-    """The served candidate model it runs against."""
-    links: list[str]
-    """The submitter's links (http or https)."""
-    state: str
-    """received, verified, queued, running, auditing, published, failed or cancelled."""
-    reason: str | None
-    """Why it failed or was cancelled."""
-    samples_done: int
-    """Samples graded so far."""
-    samples_planned: int
-    """Samples the run plans (0 before it starts)."""
-    eta_s: float | None
-    """Projected seconds left in the run, at its pace so far."""
-    image_id: str
-    """The engine's id of the loaded image."""
-    upload_sha256: str
-    """sha256 of the uploaded ``docker save`` stream."""
-    run_id: str | None
-    """The run's id, once it has one."""
-    bundle_sha256: str | None
-    """sha256 of the published bundle."""
-    created_at: datetime
-    """When the upload was received (UTC)."""
-    updated_at: datetime
-    """The last change (UTC)."""
-    published_at: datetime | None
-    """When it was published (UTC)."""
-    status_url: str
-    """The human status page."""
 
 
 def view(sub: Submission, base_url: str) -> SubmissionView:

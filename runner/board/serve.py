@@ -14,8 +14,9 @@ import uvicorn
 
 from runner.board.config import BoardConfig, load_config
 from runner.board.db import make_engine, migrate, sessions
+from runner.board.model import TokenView
 from runner.board.signing import load_or_create_key
-from runner.board.tokens import create_token
+from runner.board.tokens import create_token, list_tokens, revoke_token
 from runner.board.worker import BoardContext, cancel, work_forever
 
 
@@ -36,6 +37,30 @@ def create_board_token(config_path: Path, submitter: str, *, valid_days: float |
     try:
         with ctx.sessions() as session:
             return create_token(session, submitter, open_limit=config.open_submissions_per_token, valid_days=valid_days)
+    finally:
+        ctx.engine.dispose()
+
+
+def list_board_tokens(config_path: Path) -> list[TokenView]:
+    """Every token of the board of ``config_path``: owner, expiry, last use and state, never a secret."""
+    ctx = open_board(load_config(config_path))
+    try:
+        with ctx.sessions() as session:
+            return list_tokens(session)
+    finally:
+        ctx.engine.dispose()
+
+
+def revoke_board_token(config_path: Path, token_id: int) -> TokenView:
+    """Revoke token ``token_id`` of the board of ``config_path``; a running board refuses it from the next request.
+
+    Raises:
+        BoardError: no such token, or it was revoked already.
+    """
+    ctx = open_board(load_config(config_path))
+    try:
+        with ctx.sessions() as session:
+            return revoke_token(session, token_id)
     finally:
         ctx.engine.dispose()
 
