@@ -10,7 +10,6 @@ import functools
 import secrets
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import anyio.to_thread
 from sqlalchemy import func, select
@@ -20,7 +19,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainT
 from starlette.routing import Route
 
 from runner import __version__
-from runner.board import pages
+from runner.board import inputs, pages
 from runner.board.db import CLOSED, Submission, utcnow
 from runner.board.errors import BoardError
 from runner.board.lease import Hold, lease_end
@@ -36,8 +35,6 @@ from runner.record.verify import public_key_sha256, statement_paths
 from runner.world.digest import file_sha256
 
 UPLOADS_DIR = "uploads"
-MAX_NAME = 200
-MAX_LINKS = 5
 
 
 def view(sub: Submission, base_url: str) -> SubmissionView:
@@ -57,18 +54,15 @@ def _sha256_of(path: Path, mtime_ns: int, size: int) -> str:
     return file_sha256(path)
 
 
+def _present(path: Path) -> Path:
+    """``path``, or a 404 when it is gone (a board whose files were moved must not answer 500)."""
+    if not path.is_file():
+        raise BoardError(f"{path.name} is not on this board", status=404)
+    return path
+
+
 def _base(request: Request) -> str:
     return str(request.base_url).rstrip("/")
-
-
-def _links(values: list[str]) -> list[str]:
-    if len(values) > MAX_LINKS:
-        raise BoardError(f"at most {MAX_LINKS} links", status=422)
-    for link in values:
-        parts = urlsplit(link)
-        if parts.scheme not in ("http", "https") or not parts.netloc or len(link) > 500:
-            raise BoardError(f"a link must be an http or https URL: {link!r}", status=422)
-    return values
 
 
 def create_app(ctx: BoardContext) -> Starlette:
@@ -80,8 +74,7 @@ def create_app(ctx: BoardContext) -> Starlette:
     def check_submission(authorization: str | None, name: str, candidate: str) -> int:
         with ctx.sessions() as session:
             token = authenticate(session, bearer(authorization))
-            if not name.strip() or len(name) > MAX_NAME:
-                raise BoardError(f"name: 1 to {MAX_NAME} characters", status=422)
+            inputs.display_name(name)
             if candidate not in config.candidates:
                 raise BoardError(
                     f"this board does not serve the candidate {candidate!r}; it serves {config.candidates}"
@@ -135,7 +128,7 @@ def create_app(ctx: BoardContext) -> Starlette:
         token_id = await anyio.to_thread.run_sync(
             check_submission, request.headers.get("authorization"), name, candidate
         )
-        links = _links(query.getlist("link"))
+        links = inputs.links(query.getlist("link"))
         path = config.data_dir / UPLOADS_DIR / f"{secrets.token_hex(8)}.tar"
         upload = await receive(request.stream(), path, cap=config.max_upload_bytes)
         try:
@@ -166,16 +159,20 @@ def create_app(ctx: BoardContext) -> Starlette:
     def cancel_submission(request: Request) -> Response:
         with ctx.sessions() as session:
             token = authenticate(session, bearer(request.headers.get("authorization")))
-        sub = cancel(ctx, int(request.path_params["id"]), token_id=token.id, reason="cancelled by the submitter")
+        sub = cancel(
+            ctx, inputs.submission_id(request.path_params["id"]), token_id=token.id, reason="cancelled by the submitter"
+        )
         if sub.worker is None and sub.image_tag:
             remove_image(sub.image_tag)  # no worker holds it, so nothing runs the image; else its worker removes it
         return JSONResponse(view(sub, _base(request)).model_dump(mode="json"))
 
     def status_json(request: Request) -> Response:
-        return JSONResponse(view(_get(int(request.path_params["id"])), _base(request)).model_dump(mode="json"))
+        return JSONResponse(
+            view(_get(inputs.submission_id(request.path_params["id"])), _base(request)).model_dump(mode="json")
+        )
 
     def status_page(request: Request) -> Response:
-        sub = _get(int(request.path_params["id"]))
+        sub = _get(inputs.submission_id(request.path_params["id"]))
         refresh = None if sub.state in CLOSED else pages.REFRESH_S
         html = pages.board_page("status", f"Submission {sub.id}", s=sub, refresh_s=refresh)
         return HTMLResponse(html)
@@ -197,18 +194,18 @@ def create_app(ctx: BoardContext) -> Starlette:
         return HTMLResponse(pages.leaderboard_page(published, closed, board_id=config.board_id, key_sha256=key_sha))
 
     def run_report(request: Request) -> Response:
-        sub = _by_run(request.path_params["run_id"])
-        return FileResponse(Path(sub.run_dir or "") / REPORT_NAME, media_type="text/html")
+        sub = _by_run(inputs.run_id(request.path_params["run_id"]))
+        return FileResponse(_present(Path(sub.run_dir or "") / REPORT_NAME), media_type="text/html")
 
     def download(request: Request) -> Response:
-        sub = _by_run(request.path_params["run_id"])
+        sub = _by_run(inputs.run_id(request.path_params["run_id"]))
         bundle = config.data_dir / PUBLISHED_DIR / f"{sub.run_id}.tar.gz"
         statement, signature = statement_paths(bundle)
         files = {"bundle": bundle, "statement": statement, "signature": signature}
         path = files.get(request.path_params["what"])
         if path is None:
             raise BoardError("downloads are bundle, statement and signature", status=404)
-        return FileResponse(path, filename=path.name, media_type="application/octet-stream")
+        return FileResponse(_present(path), filename=path.name, media_type="application/octet-stream")
 
     def run_locally(request: Request) -> Response:
         binary = config.binary if config.binary is not None and config.binary.is_file() else None
