@@ -14,11 +14,13 @@ from typing import Any
 import anyio.to_thread
 from sqlalchemy import func, select
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from runner import __version__
+from runner import __version__, log
 from runner.board import inputs, pages
 from runner.board.db import CLOSED, Submission, utcnow
 from runner.board.errors import BoardError
@@ -32,9 +34,12 @@ from runner.board.worker import PUBLISHED_DIR, BoardContext, cancel
 from runner.record.model import RunRecord
 from runner.record.report import REPORT_NAME
 from runner.record.verify import public_key_sha256, statement_paths
+from runner.serving import head_problem
 from runner.world.digest import file_sha256
 
 UPLOADS_DIR = "uploads"
+
+_log = log.get(__name__)
 
 
 def view(sub: Submission, base_url: str) -> SubmissionView:
@@ -228,6 +233,11 @@ def create_app(ctx: BoardContext) -> Starlette:
         assert isinstance(exc, BoardError)
         return JSONResponse({"error": str(exc)}, status_code=exc.status)
 
+    async def client_gone(request: Request, exc: Exception) -> Response:
+        # Nothing will read this answer: the client went away while sending its body.
+        _log.info("board.client_disconnected", method=request.method, path=request.url.path)
+        return Response(status_code=400)
+
     routes: list[Any] = [
         Route("/", leaderboard),
         Route("/submissions", submissions_page),
@@ -241,4 +251,21 @@ def create_app(ctx: BoardContext) -> Starlette:
         Route("/api/v1/submissions/{id:int}", status_json, methods=["GET"]),
         Route("/api/v1/submissions/{id:int}", cancel_submission, methods=["DELETE"]),
     ]
-    return Starlette(routes=routes, exception_handlers={BoardError: board_error})
+    handlers = {BoardError: board_error, ClientDisconnect: client_gone}
+    return Starlette(routes=routes, middleware=[Middleware(HeadLimits)], exception_handlers=handlers)
+
+
+class HeadLimits:
+    """The board's app behind the request head's size limits (``runner.serving.head_problem``)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        problem = head_problem(scope) if scope["type"] == "http" else None
+        if problem is None:
+            await self.app(scope, receive, send)
+            return
+        status, message = problem
+        reply = JSONResponse({"error": message}, status_code=status, headers={"connection": "close"})
+        await reply(scope, receive, send)

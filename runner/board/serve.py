@@ -12,12 +12,17 @@ from pathlib import Path
 
 import uvicorn
 
+from runner.board.app import create_app
 from runner.board.config import BoardConfig, load_config
 from runner.board.db import make_engine, migrate, sessions
 from runner.board.model import TokenView
 from runner.board.signing import load_or_create_key
 from runner.board.tokens import create_token, list_tokens, revoke_token
 from runner.board.worker import BoardContext, cancel, work_forever
+from runner.serving import MAX_HEAD_BYTES, guarded_h11
+
+KEEP_ALIVE_S = 5
+"""An idle keep-alive connection is closed after this (uvicorn's default; browsers reopen at once)."""
 
 
 def open_board(config: BoardConfig) -> BoardContext:
@@ -95,14 +100,28 @@ def _cluster(config: BoardConfig) -> AbstractContextManager[None]:
     return connected(config.ray_address or os.environ.get("RAY_ADDRESS"))
 
 
+def server_config(ctx: BoardContext, host: str, port: int) -> uvicorn.Config:
+    """uvicorn's settings for the board's app: h11 with the head deadline and body rate of ``runner.serving``, the
+    head size limits, and the connection cap."""
+    config = ctx.config
+    protocol = guarded_h11(
+        head_s=config.head_timeout_s,
+        min_body_bytes_per_s=config.min_body_bytes_per_s,
+        body_grace_s=config.body_grace_s,
+    )
+    return uvicorn.Config(
+        create_app(ctx), host=host, port=port, http=protocol, lifespan="off", log_level="warning",
+        access_log=False, server_header=False, limit_concurrency=config.max_connections,
+        timeout_keep_alive=KEEP_ALIVE_S, h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+    )  # fmt: skip
+
+
 def serve_board(config_path: Path, *, host: str = "127.0.0.1", port: int = 8640, workers: int = 1) -> None:
     """Serve the board of ``config_path`` on ``host:port`` with ``workers`` worker threads, until interrupted.
 
     Submissions that a worker of a board that died was holding are taken over once its lease runs out, and their
     runs resume from their journals (``runner.board.lease``).
     """
-    from runner.board.app import create_app
-
     ctx = open_board(load_config(config_path))
     stop = threading.Event()
     # A holder's name must be unique across every board process: the lease's compare-and-set goes by it.
@@ -116,7 +135,7 @@ def serve_board(config_path: Path, *, host: str = "127.0.0.1", port: int = 8640,
             for thread in threads:
                 thread.start()
             try:
-                uvicorn.run(create_app(ctx), host=host, port=port, log_level="warning")
+                uvicorn.Server(server_config(ctx, host, port)).run()
             finally:
                 stop.set()
                 for thread in threads:
