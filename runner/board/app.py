@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import functools
 import secrets
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select, true
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
@@ -26,12 +27,13 @@ from runner.board.db import CLOSED, Submission, utcnow
 from runner.board.errors import BoardError
 from runner.board.lease import Hold, lease_end
 from runner.board.model import SubmissionView
+from runner.board.pagecache import PageCache, RenderedPage
+from runner.board.published import PublishedRecords
 from runner.board.quarantine import board_tag, inspect_archive, load_image, remove_image
 from runner.board.signing import public_pem
 from runner.board.tokens import authenticate, bearer
 from runner.board.upload import receive
 from runner.board.worker import PUBLISHED_DIR, BoardContext, cancel
-from runner.record.model import RunRecord
 from runner.record.report import REPORT_NAME
 from runner.record.verify import public_key_sha256, statement_paths
 from runner.serving import head_problem
@@ -59,6 +61,23 @@ def _sha256_of(path: Path, mtime_ns: int, size: int) -> str:
     return file_sha256(path)
 
 
+def _stamp(ctx: BoardContext, where: ColumnElement[bool]) -> Hashable:
+    """How many submissions match ``where``, their last change and their ids' sum: moves with any change to them."""
+    with ctx.sessions() as session:
+        row = session.execute(
+            select(func.count(), func.max(Submission.updated_at), func.sum(Submission.id)).where(where)
+        ).one()
+    return tuple(row)
+
+
+def _html(request: Request, page: RenderedPage) -> Response:
+    """``page``, gzipped for a client that accepts it."""
+    if "gzip" in request.headers.get("accept-encoding", ""):
+        headers = {"content-encoding": "gzip", "vary": "accept-encoding"}
+        return Response(page.gzipped, media_type="text/html; charset=utf-8", headers=headers)
+    return Response(page.html, media_type="text/html; charset=utf-8", headers={"vary": "accept-encoding"})
+
+
 def _present(path: Path) -> Path:
     """``path``, or a 404 when it is gone (a board whose files were moved must not answer 500)."""
     if not path.is_file():
@@ -75,6 +94,8 @@ def create_app(ctx: BoardContext) -> Starlette:
     config = ctx.config
     key_pem = public_pem(ctx.key).decode()
     key_sha = public_key_sha256(ctx.key.public_key())
+    cache = PageCache()
+    records = PublishedRecords(config.data_dir / PUBLISHED_DIR)
 
     def check_submission(authorization: str | None, name: str, candidate: str) -> int:
         with ctx.sessions() as session:
@@ -142,6 +163,7 @@ def create_app(ctx: BoardContext) -> Starlette:
             )
         finally:
             path.unlink(missing_ok=True)
+            cache.changed()  # a new submission, or a failed one
         sub = await anyio.to_thread.run_sync(_get, sub_id)
         return JSONResponse(view(sub, _base(request)).model_dump(mode="json"), status_code=202)
 
@@ -169,6 +191,7 @@ def create_app(ctx: BoardContext) -> Starlette:
         )
         if sub.worker is None and sub.image_tag:
             remove_image(sub.image_tag)  # no worker holds it, so nothing runs the image; else its worker removes it
+        cache.changed()
         return JSONResponse(view(sub, _base(request)).model_dump(mode="json"))
 
     def status_json(request: Request) -> Response:
@@ -182,21 +205,34 @@ def create_app(ctx: BoardContext) -> Starlette:
         html = pages.board_page("status", f"Submission {sub.id}", s=sub, refresh_s=refresh)
         return HTMLResponse(html)
 
-    def submissions_page(request: Request) -> Response:
+    def closed_stamp() -> Hashable:
+        # What the leaderboard shows changes only when a submission is published, fails or is cancelled.
+        return _stamp(ctx, Submission.state.in_(CLOSED))
+
+    def any_stamp() -> Hashable:
+        return _stamp(ctx, true())
+
+    def render_submissions() -> str:
         with ctx.sessions() as session:
             subs = list(session.scalars(select(Submission).order_by(Submission.id.desc())))
-        return HTMLResponse(pages.board_page("submissions", "Submissions", submissions=subs))
+        return pages.board_page("submissions", "Submissions", submissions=subs)
 
-    def leaderboard(request: Request) -> Response:
+    def render_leaderboard() -> str:
         with ctx.sessions() as session:
-            subs = list(session.scalars(select(Submission).order_by(Submission.id)))
+            subs = list(session.scalars(select(Submission).where(Submission.state.in_(CLOSED)).order_by(Submission.id)))
         published = []
         for sub in subs:
             if sub.state == "published" and sub.run_dir:
-                record = RunRecord.model_validate_json((Path(sub.run_dir) / "record.json").read_text(encoding="utf-8"))
+                record = records.get(Path(sub.run_dir))
                 published.append((record, f"/runs/{record.run_id}"))
         closed = [s for s in subs if s.state in ("failed", "cancelled")]
-        return HTMLResponse(pages.leaderboard_page(published, closed, board_id=config.board_id, key_sha256=key_sha))
+        return pages.leaderboard_page(published, closed, board_id=config.board_id, key_sha256=key_sha)
+
+    async def submissions_page(request: Request) -> Response:
+        return _html(request, await cache.page("submissions", render_submissions, any_stamp))
+
+    async def leaderboard(request: Request) -> Response:
+        return _html(request, await cache.page("leaderboard", render_leaderboard, closed_stamp))
 
     def run_report(request: Request) -> Response:
         sub = _by_run(inputs.run_id(request.path_params["run_id"]))
@@ -240,6 +276,7 @@ def create_app(ctx: BoardContext) -> Starlette:
 
     routes: list[Any] = [
         Route("/", leaderboard),
+        Route("/leaderboard", leaderboard),
         Route("/submissions", submissions_page),
         Route("/submissions/{id:int}", status_page),
         Route("/runs/{run_id}", run_report),
@@ -252,7 +289,9 @@ def create_app(ctx: BoardContext) -> Starlette:
         Route("/api/v1/submissions/{id:int}", cancel_submission, methods=["DELETE"]),
     ]
     handlers = {BoardError: board_error, ClientDisconnect: client_gone}
-    return Starlette(routes=routes, middleware=[Middleware(HeadLimits)], exception_handlers=handlers)
+    app = Starlette(routes=routes, middleware=[Middleware(HeadLimits)], exception_handlers=handlers)
+    app.state.page_cache = cache  # tests and the bench count its renders
+    return app
 
 
 class HeadLimits:
