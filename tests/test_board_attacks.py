@@ -22,7 +22,7 @@ import docker.errors
 import httpx
 import pytest
 import structlog.testing
-from board_fixtures import BoardProcess
+from board_fixtures import BoardProcess, tiny_contract_image
 
 from runner.board import quarantine
 from runner.board.errors import BoardError
@@ -50,23 +50,13 @@ def client() -> Iterator[Any]:
         engine.close()
 
 
-def _build(client: Any, folder: Path, name: str, content: str) -> str:
-    folder.mkdir(parents=True)
-    (folder / "hello").write_text(content, encoding="utf-8")
-    (folder / "Dockerfile").write_text(
-        'FROM scratch\nCOPY hello /hello\nLABEL ispm.agent.contract="ispm.agent/v1"\n', encoding="utf-8"
-    )
-    image, _ = client.images.build(path=str(folder), tag=f"{REPOSITORY}:{name}", rm=True)
-    return str(image.id)
-
-
 @pytest.fixture(scope="module")
 def images(client: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The agent (uploaded) and the victim (a tag an attack tries to move), by name: their image ids."""
     folder = tmp_path_factory.mktemp("attack-images")
     return {
-        "agent": _build(client, folder / "agent", "agent", f"agent {RUN}"),
-        "victim": _build(client, folder / "victim", "victim", f"victim {RUN}"),
+        "agent": tiny_contract_image(client, folder / "agent", f"{REPOSITORY}:agent", f"agent {RUN}"),
+        "victim": tiny_contract_image(client, folder / "victim", f"{REPOSITORY}:victim", f"victim {RUN}"),
     }
 
 

@@ -131,7 +131,7 @@ def create_app(ctx: BoardContext) -> Starlette:
             session.add(sub)
             session.flush()
             sub_id = sub.id
-        tag = board_tag(sub_id, archive)
+        tag = board_tag(config.board_id, sub_id, archive)
         with Hold(ctx, sub_id, holder):
             try:
                 image_id = load_image(path, archive, tag)

@@ -17,9 +17,11 @@ submission is refused as an attack (``runner.sandbox.tags``).
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import posixpath
+import re
 import tarfile
 from pathlib import Path, PurePosixPath
 from typing import Any, Final
@@ -217,9 +219,22 @@ def untagged_copy(source: Path, out: Path) -> Path:
     return out
 
 
-def board_tag(submission_id: int, archive: ImageArchive) -> str:
-    """The board's tag for a submission's image: ``ispm-board/submission-<id>:<12 hex of the image id>``."""
-    return f"ispm-board/submission-{submission_id}:{archive.image_id.removeprefix('sha256:')[:12]}"
+BOARD_IMAGES: Final = "ispm-board/"
+"""Every board's image tags are under this repository path."""
+
+
+def board_name(board_id: str) -> str:
+    """``board_id`` as a Docker name component: a readable slug and 8 hex of its sha256 (two ids that slug alike
+    stay apart), e.g. ``example-board-1a2b3c4d``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", board_id.lower()).strip("-")[:40].strip("-") or "board"
+    return f"{slug}-{hashlib.sha256(board_id.encode()).hexdigest()[:8]}"
+
+
+def board_tag(board_id: str, submission_id: int, archive: ImageArchive) -> str:
+    """The board's tag for a submission's image, naming the board, so that boards on one engine never touch
+    each other's: ``ispm-board/<board name>/submission-<id>:<12 hex of the image id>``."""
+    hex_id = archive.image_id.removeprefix("sha256:")[:12]
+    return f"{BOARD_IMAGES}{board_name(board_id)}/submission-{submission_id}:{hex_id}"
 
 
 def load_image(path: Path, archive: ImageArchive, tag: str) -> str:
@@ -231,7 +246,7 @@ def load_image(path: Path, archive: ImageArchive, tag: str) -> str:
     """
     copy = untagged_copy(path, path.with_name(path.name + ".untagged"))
     try:
-        return load_and_tag(copy, archive.image_id, tag)
+        return load_and_tag(copy, archive.image_id, tag, spare_new=BOARD_IMAGES)
     except TagsMoved as exc:
         _log.error("board.attack", image=archive.image_id, tag=tag, moves=[m.model_dump() for m in exc.moves])
         raise BoardError(f"refused as an attack: {exc}", status=422) from exc

@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from runner.board.config import BoardConfig
 from runner.board.db import CLOSED, Submission, utcnow
 from runner.board.lease import Hold, claim
-from runner.board.quarantine import remove_image
+from runner.board.quarantine import board_name, remove_image
 from runner.board.signing import sign_statement, statement_of
 from runner.errors import IspmError
 from runner.paths import tasks_dir
@@ -199,6 +199,7 @@ def smoke_test(config: BoardConfig, sub: Submission) -> str | None:
             time_limit_s=config.smoke_limit_s,
             replay_dir=replay_dir,
             gateway=gateway,
+            run_id=f"board-{board_name(config.board_id)}-smoke-{sub.id}",
         )
     finally:
         if gateway is not None:

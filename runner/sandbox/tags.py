@@ -34,12 +34,22 @@ def tag_snapshot(client: Any) -> dict[str, str]:
     return {tag: str(image.id) for image in client.images.list() for tag in image.tags}
 
 
-def moved_to(before: dict[str, str], after: dict[str, str], image_id: str, *, keep: str) -> list[TagMove]:
-    """The tags that point at ``image_id`` in ``after`` and did not in ``before``, except ``keep``, by tag."""
+def moved_to(
+    before: dict[str, str], after: dict[str, str], image_id: str, *, keep: str, spare_new: str | None = None
+) -> list[TagMove]:
+    """The tags that point at ``image_id`` in ``after`` and did not in ``before``, except ``keep``, by tag.
+
+    A tag that is new (absent from ``before``) and starts with ``spare_new`` is spared: another load of the same
+    image at the same time made it under its own tag (two boards, or two uploads, of one image). Such a tag that
+    existed before and moved is never spared.
+    """
     return [
         TagMove(tag=tag, before=before.get(tag), after=now)
         for tag, now in sorted(after.items())
-        if now == image_id and before.get(tag) != image_id and tag != keep
+        if now == image_id
+        and before.get(tag) != image_id
+        and tag != keep
+        and not (spare_new and tag not in before and tag.startswith(spare_new))
     ]
 
 

@@ -90,10 +90,11 @@ def save_stream(image: str, chunk_bytes: int = 1 << 20) -> Iterator[bytes]:
         client.close()
 
 
-def load_and_tag(archive: Path, image_id: str, tag: str) -> str:
+def load_and_tag(archive: Path, image_id: str, tag: str, *, spare_new: str | None = None) -> str:
     """``docker load`` the archive at ``archive``, check it holds ``image_id``, tag that ``tag``; return its id.
 
-    Every tag the load pointed at the image, other than ``tag``, is put back where it was (``runner.sandbox.tags``).
+    Every tag the load pointed at the image, other than ``tag``, is put back where it was (``runner.sandbox.tags``);
+    new tags starting with ``spare_new`` are other loads' of the same image, made meanwhile, and are left alone.
 
     Raises:
         TagsMoved: the load moved or made tags; they were put back, and ``tag`` is not kept.
@@ -111,7 +112,7 @@ def load_and_tag(archive: Path, image_id: str, tag: str) -> str:
         image = client.images.get(image_id)
         repository, _, version = tag.rpartition(":")
         image.tag(repository, tag=version)
-        moves = moved_to(before, tag_snapshot(client), str(image.id), keep=tag)
+        moves = moved_to(before, tag_snapshot(client), str(image.id), keep=tag, spare_new=spare_new)
         if moves:
             put_back(client, moves)
             client.images.remove(tag, noprune=False)  # refused: keeps the image only if something else tags it
