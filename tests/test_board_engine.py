@@ -21,7 +21,7 @@ import pytest
 from board_fixtures import board_in_process, tiny_contract_image
 
 from runner.board.quarantine import ImageArchive, board_name, board_tag, inspect_archive, load_image, remove_image
-from runner.board.worker import smoke_test
+from runner.board.smoke import smoke_test
 
 RUN = secrets.token_hex(4)
 

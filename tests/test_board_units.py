@@ -129,7 +129,7 @@ def test_a_statement_signs_its_exact_canonical_bytes() -> None:
 def test_a_real_board_runs_the_v1_spec_and_a_trial_never_official(tmp_path: Path) -> None:
     from runner.board.config import BoardConfig, TrialSetting
     from runner.board.db import Submission
-    from runner.board.worker import run_spec
+    from runner.board.official import run_spec
     from runner.run.spec import RunError
 
     sub = Submission(image_tag="ispm-board/submission-1:abc", candidate="openai/cand")

@@ -23,6 +23,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from runner import __version__, log
 from runner.board import inputs, pages
+from runner.board.cancel import cancel
+from runner.board.context import PUBLISHED_DIR, BoardContext
 from runner.board.db import CLOSED, Submission, utcnow
 from runner.board.errors import BoardError
 from runner.board.lease import Hold, lease_end
@@ -33,7 +35,6 @@ from runner.board.quarantine import board_tag, inspect_archive, load_image, remo
 from runner.board.signing import public_pem
 from runner.board.tokens import authenticate, bearer
 from runner.board.upload import receive
-from runner.board.worker import PUBLISHED_DIR, BoardContext, cancel
 from runner.record.report import REPORT_NAME
 from runner.record.verify import public_key_sha256, statement_paths
 from runner.serving import head_problem

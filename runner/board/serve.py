@@ -13,12 +13,15 @@ from pathlib import Path
 import uvicorn
 
 from runner.board.app import create_app
+from runner.board.cancel import cancel
 from runner.board.config import BoardConfig, load_config
+from runner.board.context import BoardContext
 from runner.board.db import make_engine, migrate, sessions
 from runner.board.model import TokenView
+from runner.board.quarantine import remove_image
 from runner.board.signing import load_or_create_key
 from runner.board.tokens import create_token, list_tokens, revoke_token
-from runner.board.worker import BoardContext, cancel, work_forever
+from runner.board.worker import work_forever
 from runner.serving import MAX_HEAD_BYTES, guarded_h11
 
 KEEP_ALIVE_S = 5
@@ -78,8 +81,6 @@ def cancel_as_admin(config_path: Path, submission_id: int, *, why: str | None = 
     Raises:
         BoardError: no such submission, or it is auditing or closed.
     """
-    from runner.board.quarantine import remove_image
-
     ctx = open_board(load_config(config_path))
     try:
         reason = "cancelled by the board's admin" + (f": {why}" if why else "")
@@ -95,7 +96,7 @@ def _cluster(config: BoardConfig) -> AbstractContextManager[None]:
     """The board's one connection to its Ray cluster, shared by every worker thread's runs (Ray's is per process)."""
     if config.backend != "ray":
         return nullcontext()
-    from runner.cluster.driver import connected
+    from runner.cluster.driver import connected  # Ray is an optional extra: imported only for a ray board
 
     return connected(config.ray_address or os.environ.get("RAY_ADDRESS"))
 

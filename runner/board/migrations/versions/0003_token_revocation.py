@@ -15,15 +15,17 @@ branch_labels = None
 depends_on = None
 
 
+# Plain ALTER TABLE on both databases (SQLite has DROP COLUMN since 3.35): a batch copy of ``tokens`` would drop
+# the table that ``submissions`` references, which SQLite's enforced foreign keys refuse.
+
+
 def upgrade() -> None:
     """Add ``tokens.revoked_at`` and ``tokens.last_used_at``."""
-    with op.batch_alter_table("tokens") as table:
-        table.add_column(sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True))
-        table.add_column(sa.Column("last_used_at", sa.DateTime(timezone=True), nullable=True))
+    op.add_column("tokens", sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True))
+    op.add_column("tokens", sa.Column("last_used_at", sa.DateTime(timezone=True), nullable=True))
 
 
 def downgrade() -> None:
     """Drop ``tokens.revoked_at`` and ``tokens.last_used_at``."""
-    with op.batch_alter_table("tokens") as table:
-        table.drop_column("last_used_at")
-        table.drop_column("revoked_at")
+    op.drop_column("tokens", "last_used_at")
+    op.drop_column("tokens", "revoked_at")
