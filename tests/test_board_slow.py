@@ -142,3 +142,12 @@ def test_the_leaderboard_answers_in_under_a_second_while_50_slow_clients_hang_on
     finally:
         for sock in slow:
             sock.close()
+
+
+def test_a_head_with_too_many_header_lines_is_a_431_as_at_the_gateway(board: BoardProcess) -> None:
+    with _connect(board) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: board\r\n" + b"X: y\r\n" * 101 + b"\r\n")
+        answer = _answer(sock)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.split(b"\r\n")[0] == b"HTTP/1.1 431 Request Header Fields Too Large"
+    assert json.loads(body) == {"error": "too many request headers"}

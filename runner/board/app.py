@@ -63,10 +63,17 @@ def _sha256_of(path: Path, mtime_ns: int, size: int) -> str:
 
 
 def _stamp(ctx: BoardContext, where: ColumnElement[bool]) -> Hashable:
-    """How many submissions match ``where``, their last change and their ids' sum: moves with any change to them."""
+    """How many submissions match ``where``, their last change, and sums of their ids and samples done: moves with
+    any change to them (``updated_at`` keeps whole seconds, so the sums catch a second change within one second)."""
     with ctx.sessions() as session:
         row = session.execute(
-            select(func.count(), func.max(Submission.updated_at), func.sum(Submission.id)).where(where)
+            select(
+                func.count(),
+                func.max(Submission.updated_at),
+                func.sum(Submission.id),
+                func.sum(Submission.samples_done),
+                func.sum(func.length(Submission.state)),
+            ).where(where)
         ).one()
     return tuple(row)
 
