@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from runner.board.db import make_engine, migrate, sessions, utcnow
 from runner.board.errors import BoardError
-from runner.board.quarantine import MANIFEST, inspect_archive, load_image, untagged_copy
+from runner.board.quarantine import MANIFEST, MAX_MEMBERS, inspect_archive, load_image, untagged_copy
 from runner.board.tokens import authenticate, create_token, token_sha256
 
 
@@ -149,3 +149,10 @@ def test_a_real_board_runs_the_v1_spec_and_a_trial_never_official(tmp_path: Path
     assert refused.value.problems == [
         "the offline reference judge cannot fill an official judge slot; declare two model judges"
     ]
+
+
+def test_an_archive_with_a_flood_of_members_is_refused_at_the_bound(tmp_path: Path) -> None:
+    flood = _write_tar(tmp_path / "flood.tar", {f"m/{n}": b"" for n in range(MAX_MEMBERS + 1)})
+    with pytest.raises(BoardError) as refused:
+        inspect_archive(flood)
+    assert (refused.value.status, str(refused.value)) == (422, f"refused: the archive has over {MAX_MEMBERS} members")

@@ -41,6 +41,8 @@ REPOSITORIES: Final = "repositories"
 OCI_INDEX: Final = "index.json"
 NAME_ANNOTATIONS: Final = ("org.opencontainers.image.ref.name", "io.containerd.image.name")
 """Annotations of an OCI index that name the image: an engine with the containerd store tags by them on load."""
+MAX_MEMBERS: Final = 10_000
+"""A ``docker save`` holds a few members per layer, and an image has at most 127 layers."""
 _MAX_JSON: Final = 4 * 1024 * 1024
 """A manifest or config larger than this is not one ``docker save`` wrote."""
 
@@ -113,10 +115,7 @@ def inspect_archive(path: Path) -> ImageArchive:
     except (tarfile.TarError, OSError) as exc:
         raise BoardError(f"not a docker save archive: not an uncompressed tar ({exc})", status=422) from exc
     with tar:
-        try:
-            members = tar.getmembers()
-        except tarfile.TarError as exc:
-            raise BoardError(f"not a docker save archive: a damaged tar ({exc})", status=422) from exc
+        members = _members(tar)
         by_name: dict[str, tarfile.TarInfo] = {}
         for member in members:
             normal = normal_name(member.name)
@@ -163,6 +162,19 @@ def inspect_archive(path: Path) -> ImageArchive:
         layers=[normal_name(str(layer)) for layer in layers],
         labels={str(k): str(v) for k, v in labels.items()},
     )
+
+
+def _members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
+    """The archive's members, read one by one so that a flood of them is refused before it is all read."""
+    members: list[tarfile.TarInfo] = []
+    try:
+        while (member := tar.next()) is not None:
+            members.append(member)
+            if len(members) > MAX_MEMBERS:
+                raise BoardError(f"refused: the archive has over {MAX_MEMBERS} members", status=422)
+    except tarfile.TarError as exc:
+        raise BoardError(f"not a docker save archive: a damaged tar ({exc})", status=422) from exc
+    return members
 
 
 def _refuse_names(tar: tarfile.TarFile, by_name: dict[str, tarfile.TarInfo], manifest: Any) -> None:
