@@ -1,5 +1,6 @@
-"""Pages are rendered once per change, not per request: many requests share one render, a publish or a cancel
-shows at the next check, and a run's progress does not re-render the leaderboard.
+"""Pages are rendered once per change, not per request: many requests share one render, a publish shows after
+the next check and a cancel here on the very next request, and a run's progress does not re-render the
+leaderboard.
 
 The board's real app in process (Starlette over ASGI) on a real SQLite database; the published run is the
 session's gold calibration run, copied.
@@ -73,6 +74,10 @@ def test_a_publish_shows_at_the_next_check_and_renders_once(
     run_id = RunRecord.model_validate_json((run_dir / "record.json").read_text()).run_id
     _add(ctx, "published", run_dir=run_dir, run_id=run_id)
     time.sleep(RECHECK_S + 0.1)
+    deadline = time.monotonic() + 10
+    while f"/runs/{run_id}" not in client.get("/").text:  # the old page is served while the check runs
+        assert time.monotonic() < deadline, "the publish never showed"
+        time.sleep(0.05)
     shown = [client.get("/").text for _ in range(5)]
     assert all(f"/runs/{run_id}" in page for page in shown)
     assert _renders(client) == 2

@@ -3,9 +3,10 @@
 A page is cached by its route with the *stamp* it was rendered from: a small value read from the database that
 changes whenever the page would (for the leaderboard, a publish, a failure or a cancel). A request within
 ``recheck_s`` of the last check is served from memory without touching the database; after that, the stamp is
-read again (one query, in a thread) and the page rendered again only when the stamp moved. The board's own
-changes (a new submission, a cancel) mark every page for a check at the next request, so they show at once;
-changes made by another board process on the same database show within ``recheck_s``.
+read again (one query, in a thread, in the background while the page in memory is served) and the page rendered
+again only when the stamp moved. The board's own changes (a new submission, a cancel) mark every page for a check
+that the next request waits for, so they show at once; changes made by another board process on the same database,
+or by the board's workers, show within about ``recheck_s``.
 
 One render at a time per route: requests that arrive while a page renders wait for it and share it. A page
 without a stamp (static content) is rendered once per process. Each render is also gzipped once, for the clients
@@ -14,6 +15,7 @@ that accept it (every browser): a leaderboard of 1,000 runs is about 1.2 MB of H
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import time
 from collections.abc import Callable, Hashable
@@ -54,6 +56,7 @@ class PageCache:
         self._entries: dict[str, _Entry] = {}
         self._locks: dict[str, anyio.Lock] = {}
         self._changed_at = 0.0
+        self._checking: dict[str, asyncio.Task[RenderedPage]] = {}
 
     def changed(self) -> None:
         """Something every page may show has changed here: check each page's stamp at its next request."""
@@ -61,10 +64,28 @@ class PageCache:
 
     async def page(self, route: str, render: Callable[[], str], stamp: Stamp | None = None) -> RenderedPage:
         """The page at ``route``: from memory while fresh, else rendered by ``render`` (in a thread) if ``stamp``
-        moved since it was last rendered."""
+        moved since it was last rendered.
+
+        A page that is only old (not marked by :meth:`changed`) is served as it is while one check runs in the
+        background, so no request waits on the database; a page marked changed here waits for its check.
+        """
         entry = self._entries.get(route)
-        if entry is not None and self._fresh(entry, stamp):
-            return entry.page
+        if entry is not None:
+            if self._fresh(entry, stamp):
+                return entry.page
+            if entry.checked_at > self._changed_at:
+                self._check_soon(route, render, stamp)
+                return entry.page
+        return await self._check(route, render, stamp)
+
+    def _check_soon(self, route: str, render: Callable[[], str], stamp: Stamp | None) -> None:
+        if route in self._checking:
+            return
+        task = asyncio.get_running_loop().create_task(self._check(route, render, stamp))
+        self._checking[route] = task
+        task.add_done_callback(lambda _: self._checking.pop(route, None))
+
+    async def _check(self, route: str, render: Callable[[], str], stamp: Stamp | None) -> RenderedPage:
         lock = self._locks.setdefault(route, anyio.Lock())
         async with lock:
             entry = self._entries.get(route)
