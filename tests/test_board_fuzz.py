@@ -20,17 +20,31 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from runner.board.app import create_app
+from runner.board.db import Submission, utcnow
 from runner.board.tokens import create_token
 
+RUN_ID = "20261201T000000Z-abcdef"
 TEXT = st.text(st.characters(codec="utf-8"), max_size=60)
 HEADER_TEXT = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=60)
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient, list[Route], str]]:
-    ctx = board_in_process(tmp_path_factory.mktemp("board-fuzz"), candidates=["openai/cand"])
+    folder = tmp_path_factory.mktemp("board-fuzz")
+    ctx = board_in_process(folder, candidates=["openai/cand"])
     with ctx.sessions() as session:
         secret = create_token(session, "fuzzer", open_limit=2)
+    # A published run whose files are gone from the data folder: its pages and downloads must still be a 4xx.
+    (folder / "gone").mkdir()
+    now = utcnow()
+    with ctx.sessions() as session, session.begin():
+        gone = Submission(
+            token_id=1, display_name="published", candidate="openai/cand", links=[], state="published",
+            upload_sha256="0" * 64, upload_bytes=0, image_id="", image_tag="", worker=None, run_id=RUN_ID,
+            run_dir=str(folder / "gone"), samples_done=1, samples_planned=1, created_at=now, updated_at=now,
+            published_at=now,
+        )  # fmt: skip
+        session.add(gone)
     app = create_app(ctx)
     routes = [r for r in app.routes if isinstance(r, Route)]
     with TestClient(app, raise_server_exceptions=False) as client:
@@ -39,12 +53,17 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClien
 
 
 def _fill(path: str, draw: Any) -> str:
-    """``path`` with each ``{param}`` replaced: ids by any non-negative integer, other parts by any text."""
+    """``path`` with each ``{param}`` replaced: ids by any non-negative integer (often a real one), run ids and
+    downloads often by real ones, other parts by any text."""
     while "{" in path:
         start, end = path.index("{"), path.index("}")
         param = path[start + 1 : end]
         if param.endswith(":int"):
-            value = str(draw(st.integers(min_value=0, max_value=10**40)))
+            value = str(draw(st.one_of(st.integers(1, 3), st.integers(min_value=0, max_value=10**40))))
+        elif param == "run_id":
+            value = quote(draw(st.one_of(st.just(RUN_ID), TEXT.filter(bool))), safe="")
+        elif param.startswith("what"):
+            value = quote(draw(st.one_of(st.sampled_from(["bundle", "statement", "signature"]), TEXT.filter(bool))))
         else:
             value = quote(draw(TEXT.filter(bool)), safe="")
         path = path[:start] + value + path[end + 1 :]
@@ -135,3 +154,26 @@ def test_a_plain_name_in_any_script_is_taken_past_the_name_check(served: tuple[T
     )
     assert response.status_code == 422
     assert response.json()["error"].startswith("not a docker save archive")
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "error"),
+    [
+        (f"/runs/{RUN_ID}", 404, {"error": "report.html is not on this board"}),
+        (f"/runs/{RUN_ID}/bundle", 404, {"error": f"{RUN_ID}.tar.gz is not on this board"}),
+        ("/runs/-rf", 404, {"error": "no published run '-rf'"}),
+    ],
+)
+def test_a_published_run_whose_files_are_gone_is_a_404(
+    served: tuple[TestClient, list[Route], str], path: str, status: int, error: dict[str, str]
+) -> None:
+    client, _, _ = served
+    response = client.get(path)
+    assert (response.status_code, response.json()) == (status, error)
+
+
+def test_the_leaderboard_still_answers_when_a_published_record_is_gone(
+    served: tuple[TestClient, list[Route], str],
+) -> None:
+    client, _, _ = served
+    assert client.get("/leaderboard").status_code == 200

@@ -231,7 +231,11 @@ def create_app(ctx: BoardContext) -> Starlette:
         published = []
         for sub in subs:
             if sub.state == "published" and sub.run_dir:
-                record = records.get(Path(sub.run_dir))
+                try:
+                    record = records.get(Path(sub.run_dir))
+                except (OSError, ValueError) as exc:  # a record gone or damaged on disk must not take the page down
+                    _log.warning("board.published_record_unreadable", submission=sub.id, error=str(exc)[:500])
+                    continue
                 published.append((record, f"/runs/{record.run_id}"))
         closed = [s for s in subs if s.state in ("failed", "cancelled")]
         return pages.leaderboard_page(published, closed, board_id=config.board_id, key_sha256=key_sha)
