@@ -52,6 +52,27 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClien
     ctx.engine.dispose()
 
 
+class _Kept(logging.Handler):
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__(logging.WARNING)
+        self.records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture(scope="module")
+def logged() -> Iterator[list[logging.LogRecord]]:
+    """Every record at WARNING or above that any logger emits while a test of this module runs."""
+    records: list[logging.LogRecord] = []
+    handler = _Kept(records)
+    logging.getLogger().addHandler(handler)
+    try:
+        yield records
+    finally:
+        logging.getLogger().removeHandler(handler)
+
+
 def _fill(path: str, draw: Any) -> str:
     """``path`` with each ``{param}`` replaced: ids by any non-negative integer (often a real one), run ids and
     downloads often by real ones, other parts by any text."""
@@ -73,7 +94,7 @@ def _fill(path: str, draw: Any) -> str:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_no_route_answers_bad_input_with_a_5xx_or_logs_a_traceback(
-    served: tuple[TestClient, list[Route], str], data: st.DataObject, caplog: pytest.LogCaptureFixture
+    served: tuple[TestClient, list[Route], str], data: st.DataObject, logged: list[logging.LogRecord]
 ) -> None:
     client, routes, secret = served
     route = data.draw(st.sampled_from(routes))
@@ -85,11 +106,10 @@ def test_no_route_answers_bad_input_with_a_5xx_or_logs_a_traceback(
     )
     body = data.draw(st.binary(max_size=2048))
     headers = {"authorization": authorization} if authorization is not None else {}
-    with caplog.at_level(logging.WARNING):
-        caplog.clear()
-        response = client.request(method, path, params=query, headers=headers, content=body)
+    logged.clear()
+    response = client.request(method, path, params=query, headers=headers, content=body)
     assert response.status_code < 500, (method, path, query, response.text[:300])
-    assert not [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
+    assert not [r for r in logged if r.exc_info or "Traceback" in r.getMessage()]
 
 
 @pytest.mark.parametrize(
