@@ -1,0 +1,76 @@
+"""What every translator from a chat-completions stream shares: reading one chunk, and opening and closing once.
+
+A chunk carries, for each choice, a ``delta`` (text, refusal text, tool-call pieces) and maybe a ``finish_reason``;
+the last chunk of an upstream asked for ``include_usage`` carries ``usage`` and no choices. The gateway asks for one
+choice, so only choice 0 is read.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from runner.gateway.protocols.api import Body, StreamEvent
+from runner.gateway.protocols.tokens import TokenUsage, chat_usage
+
+
+class FromChatStream(ABC):
+    """A stream translator whose source is chat-completions chunks; subclasses give the target API's events.
+
+    ``feed`` hands each piece of choice 0 to the subclass in the order the chunk holds it: text, refusal text, then
+    tool-call pieces; it keeps the latest usage and finish reason for the closing events. The target's opening
+    events come before the first chunk's (or from ``close`` when no chunk came), its closing events once.
+    """
+
+    def __init__(self) -> None:
+        self._started = False
+        self._closed = False
+        self._usage = TokenUsage()
+        self._finish: str | None = None  # the chat finish_reason, None until one arrives
+
+    def feed(self, event: str, data: Body) -> list[StreamEvent]:
+        """The events one chat chunk gives (chat events have no name: ``event`` is ``""``)."""
+        events = self._start(data)
+        if isinstance(data.get("usage"), dict):
+            self._usage = chat_usage(data["usage"])
+        for choice in data.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            for text, refusal in ((delta.get("content"), False), (delta.get("refusal"), True)):
+                if isinstance(text, str) and text:
+                    events += self._text(text, refusal)
+            for call in delta.get("tool_calls") or []:
+                events += self._tool_call(call)
+            if choice.get("finish_reason"):
+                self._finish = str(choice["finish_reason"])
+        return events
+
+    def close(self) -> list[StreamEvent]:
+        """The opening events if no chunk came, then the closing ones (once; later calls give none)."""
+        if self._closed:
+            return []
+        self._closed = True
+        return self._start({}) + self._end()
+
+    def _start(self, chunk: Body) -> list[StreamEvent]:
+        if self._started:
+            return []
+        self._started = True
+        return self._opening(chunk)
+
+    @abstractmethod
+    def _opening(self, chunk: Body) -> list[StreamEvent]:
+        """The events that open the target's stream; ``chunk`` is the first chat chunk (``{}`` when none came)."""
+
+    @abstractmethod
+    def _text(self, text: str, refusal: bool) -> list[StreamEvent]:
+        """The events for a piece of the reply's text (``refusal``: of its refusal text)."""
+
+    @abstractmethod
+    def _tool_call(self, call: dict[str, Any]) -> list[StreamEvent]:
+        """The events for a piece of one tool call: a chat ``tool_calls`` delta entry."""
+
+    @abstractmethod
+    def _end(self) -> list[StreamEvent]:
+        """The events that close the target's stream, from what was fed."""
