@@ -7,7 +7,8 @@ and back; a chat agent talking to an Anthropic provider is translated to Message
 - ``api``: ``Api``, ``TranslationError``, and ``StreamTranslator``: every stream translator's ``feed(event, data)``
   and ``close()``, each giving ``(event name, data)`` pairs (chat completions' events have the name ``""``).
 - ``tokens``: ``TokenUsage``, ``usage_of``, ``model_of`` and ``StreamWatch`` (usage off a passing stream).
-- ``chat_stream``: ``FromChatStream``, what the translators from a chat-completions stream share.
+- ``chat``: the chat-completions shapes both other APIs' translations build, and ``FromChatStream``, what the
+  translators from a chat-completions stream share.
 - ``chat_messages``: Chat Completions ⇄ Anthropic Messages, requests, responses and streams.
 - ``chat_responses``: Responses → Chat Completions requests; Chat Completions → Responses responses and streams.
 """

@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from runner.gateway.protocols.api import Body, StreamEvent, TranslationError
-from runner.gateway.protocols.chat_stream import FromChatStream
+from runner.gateway.protocols.chat import FromChatStream, ToolCallPiece, function_tool, tool_message
 from runner.gateway.protocols.tokens import (
     TokenUsage,
     chat_usage,
@@ -290,13 +290,7 @@ def _user_turn(content: Any, i: int) -> list[dict[str, Any]]:
     for block in _blocks(content, i):
         kind = block.get("type")
         if kind == "tool_result":
-            tools.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": str(block.get("tool_use_id", "")),
-                    "content": _tool_result_text(block.get("content"), i),
-                }
-            )
+            tools.append(tool_message(block.get("tool_use_id", ""), _tool_result_text(block.get("content"), i)))
         elif kind == "text":
             parts.append({"type": "text", "text": str(block.get("text", ""))})
         elif kind == "image":
@@ -366,12 +360,7 @@ def _chat_tool(tool: Any, i: int) -> dict[str, Any]:
     if not isinstance(tool, dict) or tool.get("type", "custom") != "custom" or "input_schema" not in tool:
         kind = tool.get("type") if isinstance(tool, dict) else None
         raise TranslationError(f"tools[{i}]: Anthropic server tool {kind!r} is not supported (only custom tools)")
-    fn: dict[str, Any] = {"name": str(tool.get("name", "")), "parameters": tool["input_schema"]}
-    if tool.get("description"):
-        fn["description"] = tool["description"]
-    if tool.get("strict") is not None:
-        fn["strict"] = tool["strict"]
-    return {"type": "function", "function": fn}
+    return function_tool(tool.get("name", ""), tool.get("description"), tool["input_schema"], tool.get("strict"))
 
 
 def _chat_tool_choice(choice: Any) -> dict[str, Any]:
@@ -604,20 +593,16 @@ class ChatStreamToMessages(FromChatStream):
         events.append(("message_stop", {"type": "message_stop"}))
         return events
 
-    def _tool_call(self, call: dict[str, Any]) -> list[StreamEvent]:
-        index = int(call.get("index", 0))
-        fn = call.get("function") or {}
+    def _tool_call(self, piece: ToolCallPiece) -> list[StreamEvent]:
         events: list[StreamEvent] = []
-        if index not in self._tool_blocks:
-            block = {"type": "tool_use", "id": str(call.get("id", "")), "name": str(fn.get("name", "")), "input": {}}
-            events += self._open(f"tool:{index}", block)
-            self._tool_blocks[index] = self._block
-        arguments = fn.get("arguments")
-        if isinstance(arguments, str) and arguments:
+        if piece.index not in self._tool_blocks:
+            block = {"type": "tool_use", "id": piece.id, "name": piece.name, "input": {}}
+            events += self._open(f"tool:{piece.index}", block)
+            self._tool_blocks[piece.index] = self._block
+        if piece.arguments:
             # Deltas for a call whose block is already closed (interleaved parallel calls) keep their own index.
-            events.append(
-                self._delta({"type": "input_json_delta", "partial_json": arguments}, self._tool_blocks[index])
-            )
+            delta = {"type": "input_json_delta", "partial_json": piece.arguments}
+            events.append(self._delta(delta, self._tool_blocks[piece.index]))
         return events
 
     def _open(self, kind: str, block: dict[str, Any]) -> list[StreamEvent]:

@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from runner.gateway.protocols.api import Body, StreamEvent, TranslationError
-from runner.gateway.protocols.chat_stream import FromChatStream
+from runner.gateway.protocols.chat import FromChatStream, ToolCallPiece, function_tool, tool_message
 from runner.gateway.protocols.tokens import TokenUsage, chat_usage, responses_usage_body
 
 _HOSTED_REQUEST_FIELDS = {
@@ -114,13 +114,7 @@ def _add_item(messages: list[dict[str, Any]], item: Any, i: int) -> None:
         else:
             messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
     elif kind == "function_call_output":
-        messages.append(
-            {
-                "role": "tool",
-                "tool_call_id": str(item.get("call_id", "")),
-                "content": _output_text(item.get("output"), i),
-            }
-        )
+        messages.append(tool_message(item.get("call_id", ""), _output_text(item.get("output"), i)))
     elif kind == "reasoning":
         return
     elif kind == "item_reference":
@@ -188,14 +182,7 @@ def _chat_tool(tool: Any, i: int) -> dict[str, Any]:
     kind = tool.get("type") if isinstance(tool, dict) else None
     if kind != "function":
         raise TranslationError(f"tools[{i}]: {kind} tools are not supported when the provider speaks chat")
-    fn: dict[str, Any] = {"name": str(tool.get("name", ""))}
-    if tool.get("description"):
-        fn["description"] = tool["description"]
-    if tool.get("parameters") is not None:
-        fn["parameters"] = tool["parameters"]
-    if tool.get("strict") is not None:
-        fn["strict"] = tool["strict"]
-    return {"type": "function", "function": fn}
+    return function_tool(tool.get("name", ""), tool.get("description"), tool.get("parameters"), tool.get("strict"))
 
 
 def _chat_tool_choice(choice: Any) -> Any:
@@ -392,24 +379,19 @@ class ChatStreamToResponses(FromChatStream):
             events.append(self._event("response.output_text.delta", {**self._where(), "delta": text, "logprobs": []}))
         return events
 
-    def _tool_call(self, call: dict[str, Any]) -> list[StreamEvent]:
-        index = int(call.get("index", 0))
-        fn = call.get("function") or {}
+    def _tool_call(self, piece: ToolCallPiece) -> list[StreamEvent]:
         events: list[StreamEvent] = []
-        if index not in self._tool_items:
+        if piece.index not in self._tool_items:
             events += self._close_item()
-            call_id = str(call.get("id", ""))
-            item = _function_call_item(call_id, str(fn.get("name", "")), "", "in_progress")
-            events += self._add_item(item)
-            self._tool_items[index] = len(self._items) - 1
-            self._open = f"tool:{index}"
-        arguments = fn.get("arguments")
-        if isinstance(arguments, str) and arguments:
-            output_index = self._tool_items[index]
+            events += self._add_item(_function_call_item(piece.id, piece.name, "", "in_progress"))
+            self._tool_items[piece.index] = len(self._items) - 1
+            self._open = f"tool:{piece.index}"
+        if piece.arguments:
+            output_index = self._tool_items[piece.index]
             item = self._items[output_index]
-            item["arguments"] += arguments
+            item["arguments"] += piece.arguments
             where = {"item_id": item["id"], "output_index": output_index}
-            events.append(self._event("response.function_call_arguments.delta", {**where, "delta": arguments}))
+            events.append(self._event("response.function_call_arguments.delta", {**where, "delta": piece.arguments}))
         return events
 
     def _add_item(self, item: dict[str, Any]) -> list[StreamEvent]:

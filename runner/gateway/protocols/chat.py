@@ -1,4 +1,5 @@
-"""What every translator from a chat-completions stream shares: reading one chunk, and opening and closing once.
+"""Chat Completions, the pivot of every translation: the shapes both other APIs' translations build, and what every
+translator from a chat-completions stream shares (reading one chunk, opening and closing once).
 
 A chunk carries, for each choice, a ``delta`` (text, refusal text, tool-call pieces) and maybe a ``finish_reason``;
 the last chunk of an upstream asked for ``include_usage`` carries ``usage`` and no choices. The gateway asks for one
@@ -8,10 +9,53 @@ choice, so only choice 0 is read.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any
 
 from runner.gateway.protocols.api import Body, StreamEvent
 from runner.gateway.protocols.tokens import TokenUsage, chat_usage
+
+
+def tool_message(call_id: Any, content: str) -> Body:
+    """A chat ``tool`` message: the result of the call ``call_id``."""
+    return {"role": "tool", "tool_call_id": str(call_id), "content": content}
+
+
+def function_tool(name: Any, description: Any, parameters: Any, strict: Any) -> Body:
+    """A chat function tool; a falsy ``description`` and a ``None`` ``parameters`` or ``strict`` are left out."""
+    fn: Body = {"name": str(name)}
+    if description:
+        fn["description"] = description
+    if parameters is not None:
+        fn["parameters"] = parameters
+    if strict is not None:
+        fn["strict"] = strict
+    return {"type": "function", "function": fn}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPiece:
+    """One chat ``tool_calls`` delta entry: a call's first piece names it, later ones add to its arguments."""
+
+    index: int
+    """Which call of the reply the piece belongs to (parallel calls may interleave)."""
+    id: str
+    """The call's id (in its first piece only)."""
+    name: str
+    """The function's name (in its first piece only)."""
+    arguments: str
+    """The next piece of the call's JSON arguments, possibly empty."""
+
+
+def _tool_call_piece(call: dict[str, Any]) -> ToolCallPiece:
+    fn = call.get("function") or {}
+    arguments = fn.get("arguments")
+    return ToolCallPiece(
+        index=int(call.get("index", 0)),
+        id=str(call.get("id", "")),
+        name=str(fn.get("name", "")),
+        arguments=arguments if isinstance(arguments, str) else "",
+    )
 
 
 class FromChatStream(ABC):
@@ -41,7 +85,7 @@ class FromChatStream(ABC):
                 if isinstance(text, str) and text:
                     events += self._text(text, refusal)
             for call in delta.get("tool_calls") or []:
-                events += self._tool_call(call)
+                events += self._tool_call(_tool_call_piece(call))
             if choice.get("finish_reason"):
                 self._finish = str(choice["finish_reason"])
         return events
@@ -68,8 +112,8 @@ class FromChatStream(ABC):
         """The events for a piece of the reply's text (``refusal``: of its refusal text)."""
 
     @abstractmethod
-    def _tool_call(self, call: dict[str, Any]) -> list[StreamEvent]:
-        """The events for a piece of one tool call: a chat ``tool_calls`` delta entry."""
+    def _tool_call(self, piece: ToolCallPiece) -> list[StreamEvent]:
+        """The events for a piece of one tool call."""
 
     @abstractmethod
     def _end(self) -> list[StreamEvent]:
