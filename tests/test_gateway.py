@@ -107,8 +107,12 @@ def staged(
 def logged() -> Iterator[list[logging.LogRecord]]:
     """The log records emitted in the block (as caplog gathers them, but for a module-scoped scene)."""
     records: list[logging.LogRecord] = []
-    handler = logging.Handler()
-    handler.emit = records.append  # type: ignore[method-assign]
+
+    class Gather(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    handler = Gather()
     root = logging.getLogger()
     root.addHandler(handler)
     try:

@@ -81,9 +81,12 @@ class FromChatStream(ABC):
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
-            for text, refusal in ((delta.get("content"), False), (delta.get("refusal"), True)):
-                if isinstance(text, str) and text:
-                    events += self._text(text, refusal)
+            text = delta.get("content")
+            if isinstance(text, str) and text:
+                events += self._text(text, False)
+            refusal = delta.get("refusal")
+            if isinstance(refusal, str) and refusal:
+                events += self._text(refusal, True)
             for call in delta.get("tool_calls") or []:
                 events += self._tool_call(_tool_call_piece(call))
             if choice.get("finish_reason"):
