@@ -1194,3 +1194,14 @@ def test_tools_the_agent_runs_are_allowed(candidate: str, path: str, body: Any) 
 def test_tools_the_agent_runs_reach_the_provider_as_sent(candidate: str, path: str, body: Any) -> None:
     _, seen = _agent_run_tools(candidate, path, body)
     assert seen.body["tools"] == body["tools"]
+
+
+def test_a_chat_agents_malformed_tool_call_to_an_anthropic_candidate_gets_a_400_naming_it(
+    provider_env: FakeProvider,
+) -> None:
+    history = [*CHAT["messages"], {"role": "assistant", "content": None, "tool_calls": ["run_sql"]}]
+    with Gateway("anthropic/claude-sonnet-4-6", settings=SETTINGS) as gw:
+        host, port = gw.listen_tcp()
+        with httpx.Client(base_url=f"http://{host}:{port}", timeout=5) as http:
+            resp = post(http, gw.issue_token("t"), {**CHAT, "messages": history})
+    assert (resp.status_code, "tool calls must be objects" in resp.json()["error"]["message"]) == (400, True)

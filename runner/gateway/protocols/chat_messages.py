@@ -78,8 +78,7 @@ def chat_to_messages_request(chat: dict[str, Any], model: str) -> dict[str, Any]
         if role == "user":
             blocks = _content_blocks(msg.get("content"), i)
         elif role == "assistant":
-            calls = msg.get("tool_calls") or []
-            blocks = _content_blocks(msg.get("content"), i) + [_tool_use_block(c, f"messages[{i}] ") for c in calls]
+            blocks = _content_blocks(msg.get("content"), i) + _tool_use_blocks(msg.get("tool_calls"), f"messages[{i}] ")
         elif role == "tool":
             role = "user"
             blocks = [
@@ -155,9 +154,23 @@ def _image_block(url: str) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "url", "url": url}}
 
 
-def _tool_use_block(call: dict[str, Any], where: str) -> dict[str, Any]:
-    """A chat ``tool_calls`` entry as a Messages ``tool_use`` block; ``where`` prefixes an error's place."""
-    fn = call.get("function") or {}
+def _tool_use_blocks(calls: Any, where: str) -> list[dict[str, Any]]:
+    """A chat message's ``tool_calls`` as Messages ``tool_use`` blocks; ``where`` prefixes an error's place.
+
+    Raises:
+        TranslationError: ``tool_calls`` is not a list of objects, a call's ``function`` is not an object, or its
+            arguments are not a JSON object.
+    """
+    if not isinstance(calls, list | None):
+        raise TranslationError(f"{where}tool_calls must be a list")
+    return [_tool_use_block(call, where) for call in calls or []]
+
+
+def _tool_use_block(call: Any, where: str) -> dict[str, Any]:
+    fn = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(call, dict) or not isinstance(fn or {}, dict):
+        raise TranslationError(f"{where}tool calls must be objects, each with a function object")
+    fn = fn or {}
     return {
         "type": "tool_use",
         "id": str(call.get("id", "")),
@@ -433,7 +446,7 @@ def chat_to_messages_response(chat: dict[str, Any], model: str | None = None) ->
         content.append({"type": "text", "text": text})
     if message.get("refusal"):
         content.append({"type": "text", "text": str(message["refusal"])})
-    content += [_tool_use_block(call, "") for call in message.get("tool_calls") or []]
+    content += _tool_use_blocks(message.get("tool_calls"), "")
     stop = "refusal" if message.get("refusal") else _STOP.get(str(choice.get("finish_reason")), "end_turn")
     usage = chat.get("usage")
     return {
