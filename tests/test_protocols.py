@@ -445,6 +445,59 @@ def test_stream_watch_reads_the_same_usage_on_both_sides_of_a_translation(args: 
     assert (messages.usage, responses.usage) == (chat.usage, chat.usage)
 
 
+#: Each request translation, a request it accepts, and the fields an agent could send in the wrong shape.
+REQUEST_TRANSLATIONS: list[tuple[Callable[[dict[str, Any], str], dict[str, Any]], dict[str, Any], list[str]]] = [
+    (
+        chat_to_messages_request,
+        {"messages": [{"role": "user", "content": "q"}]},
+        ["tools", "tool_choice", "stop", "n", "max_tokens", "parallel_tool_calls"],
+    ),
+    (
+        messages_to_chat_request,
+        {"messages": [{"role": "user", "content": "q"}], "max_tokens": 5},
+        ["system", "tools", "tool_choice", "stop_sequences"],
+    ),
+    (responses_to_chat_request, {"input": "q"}, ["input", "instructions", "tools", "tool_choice", "text"]),
+    (
+        lambda message, model: chat_to_messages_request({"messages": [message]}, model),
+        {"role": "assistant", "content": "x"},
+        ["content", "tool_calls", "role"],
+    ),
+    (
+        lambda message, model: messages_to_chat_request({"messages": [message]}, model),
+        {"role": "user", "content": "x"},
+        ["content", "role"],
+    ),
+    (
+        lambda item, model: responses_to_chat_request({"input": [item]}, model),
+        {"type": "message", "role": "user", "content": "x"},
+        ["content", "role", "type", "output", "call_id"],
+    ),
+]
+ODD_SHAPES: list[Any] = [1, True, "s", {}, {"a": 1}, ["x"], [1], [{}], [[]]]
+SHAPE_CASES = [
+    pytest.param(translate, {**base, field: odd}, id=f"{n}-{field}-{json.dumps(odd)}")
+    for n, (translate, base, fields) in enumerate(REQUEST_TRANSLATIONS)
+    for field in fields
+    for odd in ODD_SHAPES
+]
+
+
+def _outcome(translate: Callable[[dict[str, Any], str], dict[str, Any]], request: dict[str, Any]) -> str:
+    try:
+        translate(request, "m")
+    except TranslationError:
+        return "refused by name"
+    return "translated"
+
+
+@pytest.mark.parametrize(("translate", "request_body"), SHAPE_CASES)
+def test_a_request_field_of_the_wrong_shape_is_refused_by_name_not_crashed_on(
+    translate: Callable[[dict[str, Any], str], dict[str, Any]], request_body: dict[str, Any]
+) -> None:
+    assert _outcome(translate, request_body) in ("translated", "refused by name")
+
+
 def test_translation_error_is_a_gateway_error() -> None:
     assert issubclass(TranslationError, GatewayError)
 

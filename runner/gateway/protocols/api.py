@@ -40,6 +40,17 @@ class TranslationError(GatewayError):
     """
 
 
+def listed(value: Any, field: str) -> list[Any]:
+    """``value``, which the request's ``field`` holds, checked to be a list.
+
+    Raises:
+        TranslationError: it is not.
+    """
+    if not isinstance(value, list):
+        raise TranslationError(f"{field} must be a list")
+    return value
+
+
 def bounded(text: str, limit: int = ERROR_TEXT_LIMIT) -> str:
     """``text`` cut to ``limit`` characters, marked with an ellipsis when cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"

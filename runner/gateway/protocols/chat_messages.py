@@ -20,7 +20,7 @@ import json
 import time
 from typing import Any
 
-from runner.gateway.protocols.api import Body, StreamEvent, TranslationError
+from runner.gateway.protocols.api import Body, StreamEvent, TranslationError, listed
 from runner.gateway.protocols.chat import FromChatStream, ToolCallPiece, function_tool, tool_message
 from runner.gateway.protocols.tokens import (
     TokenUsage,
@@ -111,9 +111,11 @@ def chat_to_messages_request(chat: dict[str, Any], model: str) -> dict[str, Any]
             out[key] = chat[key]
     stop = chat.get("stop")
     if stop:
+        if not isinstance(stop, str | list):
+            raise TranslationError("stop must be a string or a list of strings")
         out["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
     if chat.get("tools"):
-        out["tools"] = [_tool_def(t, i) for i, t in enumerate(chat["tools"])]
+        out["tools"] = [_tool_def(t, i) for i, t in enumerate(listed(chat["tools"], "tools"))]
     choice = _tool_choice(chat.get("tool_choice"), chat.get("parallel_tool_calls"))
     if choice is not None and out.get("tools"):
         out["tool_choice"] = choice
@@ -265,12 +267,12 @@ def messages_to_chat_request(req: dict[str, Any], model: str) -> dict[str, Any]:
     if req.get("max_tokens") is not None:
         out["max_completion_tokens"] = req["max_tokens"]
     if req.get("stop_sequences"):
-        out["stop"] = list(req["stop_sequences"])
+        out["stop"] = list(listed(req["stop_sequences"], "stop_sequences"))
     for key in ("temperature", "top_p"):
         if req.get(key) is not None:
             out[key] = req[key]
     if req.get("tools"):
-        out["tools"] = [_chat_tool(t, i) for i, t in enumerate(req["tools"])]
+        out["tools"] = [_chat_tool(t, i) for i, t in enumerate(listed(req["tools"], "tools"))]
     choice = req.get("tool_choice")
     if choice is not None and out.get("tools"):  # chat rejects tool_choice without tools
         out.update(_chat_tool_choice(choice))

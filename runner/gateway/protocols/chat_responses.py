@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runner.gateway.protocols.api import Body, StreamEvent, TranslationError
+from runner.gateway.protocols.api import Body, StreamEvent, TranslationError, listed
 from runner.gateway.protocols.chat import FromChatStream, ToolCallPiece, function_tool, tool_message
 from runner.gateway.protocols.tokens import TokenUsage, chat_usage, responses_usage_body
 
@@ -75,10 +75,13 @@ def responses_to_chat_request(req: dict[str, Any], model: str) -> dict[str, Any]
         if req.get(key) is not None:
             out[key] = req[key]
     if req.get("tools"):
-        out["tools"] = [_chat_tool(t, i) for i, t in enumerate(req["tools"])]
+        out["tools"] = [_chat_tool(t, i) for i, t in enumerate(listed(req["tools"], "tools"))]
     if req.get("tool_choice") is not None:
         out["tool_choice"] = _chat_tool_choice(req["tool_choice"])
-    response_format = _response_format((req.get("text") or {}).get("format"))
+    text = req.get("text") or {}
+    if not isinstance(text, dict):
+        raise TranslationError("text must be an object")
+    response_format = _response_format(text.get("format"))
     if response_format is not None:
         out["response_format"] = response_format
     if req.get("stream"):
