@@ -1065,20 +1065,25 @@ async def _bug(self: Any, request: Any, **kwargs: Any) -> Any:  # the request, k
     raise RuntimeError("a bug deep in the wire")
 
 
+@pytest.fixture(scope="module")
+def internal_error() -> tuple[httpx.Response, list[logging.LogRecord]]:
+    """A chat request whose provider hop hits a bug, and the log records it left."""
+    with logged() as records, pytest.MonkeyPatch.context() as patch, staged() as stage:
+        patch.setattr(httpx.AsyncClient, "send", _bug)
+        return post(stage.http, stage.gateway.issue_token("bug")), records
+
+
 def test_an_internal_error_gives_the_agent_a_500(
-    gateway: Gateway, http: httpx.Client, monkeypatch: pytest.MonkeyPatch
+    internal_error: tuple[httpx.Response, list[logging.LogRecord]],
 ) -> None:
-    monkeypatch.setattr(httpx.AsyncClient, "send", _bug)
-    resp = post(http, gateway.issue_token("bug"))
+    resp, _ = internal_error
     assert (resp.status_code, "internal_error" in resp.text) == (500, True)
 
 
 def test_internal_error_tracebacks_never_show_the_key(
-    gateway: Gateway, http: httpx.Client, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    internal_error: tuple[httpx.Response, list[logging.LogRecord]],
 ) -> None:
-    monkeypatch.setattr(httpx.AsyncClient, "send", _bug)
-    post(http, gateway.issue_token("bug"))
-    records = [r for r in caplog.records if r.exc_info]
+    records = [r for r in internal_error[1] if r.exc_info]
     assert records, "the internal error is logged with its traceback"  # precondition: something to look at
     rendered = io.StringIO()
     for record in records:  # as the console renders them (rich, every frame's locals), but untruncated
@@ -1177,23 +1182,23 @@ def test_a_refused_tool_never_reaches_the_provider(policy_stage: Stage, path: st
     assert _refused_tools(policy_stage, path, body)[1:] == (0, 0)
 
 
-def _agent_run_tools(candidate: str, path: str, body: Any) -> tuple[httpx.Response, Seen]:
+@pytest.fixture(scope="module", params=AGENT_RUN_TOOLS, ids=lambda case: f"{case[1]}-{case[2]['tools'][0]}")
+def agent_run_tools(request: pytest.FixtureRequest) -> tuple[httpx.Response, Seen, Any]:
+    """The reply to a request with a tool the agent runs, what the provider received, and the request's tools."""
+    candidate, path, body = request.param
     with staged(candidate) as stage:
-        token = stage.gateway.issue_token("a")
-        resp = stage.http.post(path, json=body, headers={"x-api-key": token})
-        return resp, stage.fake.seen[-1]
+        resp = stage.http.post(path, json=body, headers={"x-api-key": stage.gateway.issue_token("a")})
+        return resp, stage.fake.seen[-1], body["tools"]
 
 
-@pytest.mark.parametrize(("candidate", "path", "body"), AGENT_RUN_TOOLS)
-def test_tools_the_agent_runs_are_allowed(candidate: str, path: str, body: Any) -> None:
-    resp, _ = _agent_run_tools(candidate, path, body)
+def test_tools_the_agent_runs_are_allowed(agent_run_tools: tuple[httpx.Response, Seen, Any]) -> None:
+    resp, _, _ = agent_run_tools
     assert resp.status_code == 200, resp.text
 
 
-@pytest.mark.parametrize(("candidate", "path", "body"), AGENT_RUN_TOOLS)
-def test_tools_the_agent_runs_reach_the_provider_as_sent(candidate: str, path: str, body: Any) -> None:
-    _, seen = _agent_run_tools(candidate, path, body)
-    assert seen.body["tools"] == body["tools"]
+def test_tools_the_agent_runs_reach_the_provider_as_sent(agent_run_tools: tuple[httpx.Response, Seen, Any]) -> None:
+    _, seen, tools = agent_run_tools
+    assert seen.body["tools"] == tools
 
 
 def test_a_chat_agents_malformed_tool_call_to_an_anthropic_candidate_gets_a_400_naming_it(
