@@ -303,7 +303,8 @@ def play(candidate: str, agent: Callable[[Gateway, str], Any], *script: Scripted
         return Scene(outcome, usage, fake.seen, fake.reported, sleeps, gw.model)
 
 
-PROVIDERS = pytest.fixture(scope="module", params=sorted(CANDIDATES))
+#: A module-scoped fixture run once per candidate provider (its param is the provider name).
+PER_PROVIDER = pytest.fixture(scope="module", params=sorted(CANDIDATES))
 QUESTION: Any = [{"role": "user", "content": "q"}]  # Any: the SDKs type messages as TypedDicts
 
 
@@ -315,7 +316,7 @@ def _chat_stream_without_usage(gw: Gateway, token: str) -> list[Any]:
     return list(oa.chat.completions.create(model="m", messages=QUESTION, stream=True))
 
 
-@PROVIDERS
+@PER_PROVIDER
 def unasked_usage(request: pytest.FixtureRequest) -> Scene:
     turn = Turn(text="ok", usage=Usage(input_tokens=50, output_tokens=5))
     return play(CANDIDATES[request.param], _chat_stream_without_usage, turn)
@@ -348,7 +349,7 @@ def _messages_stream(gw: Gateway, token: str) -> Any:
         return events.get_final_message()
 
 
-@PROVIDERS
+@PER_PROVIDER
 def cut_stream(request: pytest.FixtureRequest) -> Scene:
     turn = Turn(text="a long answer " * 20, usage=Usage(input_tokens=700, output_tokens=90), cut_after=4)
     return play(CANDIDATES[request.param], _messages_stream, turn)
@@ -408,7 +409,7 @@ def _abandoned_stream(gw: Gateway, token: str) -> None:
     stream.close()
 
 
-@PROVIDERS
+@PER_PROVIDER
 def abandoned(request: pytest.FixtureRequest) -> Scene:
     turn = Turn(text="word " * 50, usage=Usage(input_tokens=300, output_tokens=60), delay_between=0.05)
     return play(CANDIDATES[request.param], _abandoned_stream, turn)
@@ -441,7 +442,7 @@ def _streamed_messages_step(gw: Gateway, token: str) -> tuple[str, list[Any]]:
     return step(gw, "messages", True, token)
 
 
-@PROVIDERS
+@PER_PROVIDER
 def throttled(request: pytest.FixtureRequest) -> Scene:
     script = (Reply(429, {"error": {"message": "slow down"}}, headers={"retry-after": "0.25"}), Turn(text="fine"))
     return play(CANDIDATES[request.param], _streamed_messages_step, *script)
@@ -469,7 +470,7 @@ def _messages_stream_of_ten(gw: Gateway, token: str) -> Any:
         return events.get_final_message()
 
 
-@PROVIDERS
+@PER_PROVIDER
 def provider_down(request: pytest.FixtureRequest) -> Scene:
     script = [Reply(503, {"error": {"message": "down"}}) for _ in range(3)]
     return play(CANDIDATES[request.param], _messages_stream_of_ten, *script)
@@ -511,7 +512,7 @@ def _foreign_token_in_each_api(gw: Gateway, token: str) -> list[Exception | None
     return refusals
 
 
-@PROVIDERS
+@PER_PROVIDER
 def foreign_token(request: pytest.FixtureRequest) -> Scene:
     return play(CANDIDATES[request.param], _foreign_token_in_each_api)
 
@@ -556,7 +557,7 @@ def _as_x_api_key_then_as_bearer(gw: Gateway, token: str) -> list[object]:
     return answers
 
 
-@PROVIDERS
+@PER_PROVIDER
 def both_auth_ways(request: pytest.FixtureRequest) -> Scene:
     return play(CANDIDATES[request.param], _as_x_api_key_then_as_bearer)
 
@@ -640,7 +641,7 @@ def _model_listings(gw: Gateway, token: str) -> list[list[str]]:
     return [[m.id for m in oa.models.list()], [m.id for m in an.models.list()]]
 
 
-@PROVIDERS
+@PER_PROVIDER
 def listings(request: pytest.FixtureRequest) -> Scene:
     return play(CANDIDATES[request.param], _model_listings)
 
@@ -656,7 +657,7 @@ def _count_tokens(gw: Gateway, token: str) -> int:
     return an.messages.count_tokens(**request).input_tokens
 
 
-@PROVIDERS
+@PER_PROVIDER
 def counted(request: pytest.FixtureRequest) -> Scene:
     return play(CANDIDATES[request.param], _count_tokens)
 
