@@ -1,6 +1,8 @@
 """The gateway over real sockets: exact accounting, tokens, caps, faults, Unix sockets, key hygiene.
 
 Where several claims are about one exchange, a module-scoped fixture plays it once and each claim is its own test.
+HTTP framing on a raw socket is in test_gateway_http.py, what an agent may not make the provider do in
+test_gateway_policy.py.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,23 +27,19 @@ from fake_provider import (
     OPENAI_MODEL,
     FakeProvider,
     Reply,
-    Scripted,
     Seen,
     anthropic_message,
     fake_provider,
     point_clients_at,
 )
 from fake_provider import openai_completion as completion
+from gateway_stage import CHAT, KEY, SETTINGS, logged, post, staged
 
 from runner.errors import GatewayError
 from runner.gateway.model import ClientSettings
 from runner.gateway.server import Caps, Gateway, SampleUsage
 
 __all__ = ["fake_provider"]  # the imported fixture is used by name
-
-KEY = "sk-live-UNIQUE-MARKER-d41d8cd98f00b204"
-SETTINGS = ClientSettings(read_timeout=0.5, max_attempts=2)  # short: a hung provider costs 2 × 0.5 s
-CHAT = {"model": "whatever-the-agent-says", "messages": [{"role": "user", "content": "Who lacks MFA?"}]}
 
 
 @pytest.fixture
@@ -66,59 +63,6 @@ def http(gateway: Gateway) -> Iterator[httpx.Client]:
     host, port = gateway.listen_tcp()
     with httpx.Client(base_url=f"http://{host}:{port}", timeout=5) as client:
         yield client
-
-
-def post(http: httpx.Client, token: str | None, body: Any = CHAT) -> httpx.Response:
-    headers = {"authorization": f"Bearer {token}"} if token else {}
-    return http.post("/v1/chat/completions", json=body, headers=headers)
-
-
-@dataclass(frozen=True)
-class Stage:
-    """A running gateway for a module-scoped scene, with what it needs around it."""
-
-    gateway: Gateway
-    """The gateway, listening on loopback TCP."""
-    http: httpx.Client
-    """A client of its TCP listener."""
-    fake: FakeProvider
-    """The scripted provider behind it."""
-    sleeps: list[float]
-    """The waits between its retries."""
-
-
-@contextmanager
-def staged(
-    candidate: str = "openai/gpt-4.1", *script: Scripted, settings: ClientSettings = SETTINGS, **gateway: Any
-) -> Iterator[Stage]:
-    """A gateway for ``candidate`` before a fresh fake provider answering ``script``, outside any one test (the
-    provider's variables are set for the block); ``gateway`` holds extra :class:`Gateway` arguments."""
-    sleeps: list[float] = []
-    with pytest.MonkeyPatch.context() as patch, FakeProvider() as fake:
-        point_clients_at(patch, fake, KEY, KEY)
-        fake.push(*script)
-        with Gateway(candidate, settings=settings, sleep=sleeps.append, **gateway) as gw:
-            host, port = gw.listen_tcp()
-            with httpx.Client(base_url=f"http://{host}:{port}", timeout=5) as http:
-                yield Stage(gw, http, fake, sleeps)
-
-
-@contextmanager
-def logged() -> Iterator[list[logging.LogRecord]]:
-    """The log records emitted in the block (as caplog gathers them, but for a module-scoped scene)."""
-    records: list[logging.LogRecord] = []
-
-    class Gather(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            records.append(record)
-
-    handler = Gather()
-    root = logging.getLogger()
-    root.addHandler(handler)
-    try:
-        yield records
-    finally:
-        root.removeHandler(handler)
 
 
 # --- accounting --------------------------------------------------------------------------------------------
@@ -799,265 +743,6 @@ def test_a_request_forwarded_before_the_revoke_is_still_answered(late_revoke: La
     assert (late_revoke.answered, late_revoke.seen) == ([200], 1)
 
 
-# --- HTTP on a raw socket ----------------------------------------------------------------------------------
-
-
-def raw_exchange(address: tuple[str, int], data: bytes, *, wait: float = 2.0) -> bytes:
-    """Send ``data`` on a fresh TCP connection and read until the gateway closes it (or ``wait`` passes)."""
-    with socket.create_connection(address, timeout=wait) as sock:
-        sock.sendall(data)
-        received = b""
-        try:
-            while chunk := sock.recv(65536):
-                received += chunk
-        except TimeoutError:
-            pass
-    return received
-
-
-def request_bytes(token: str, body: bytes = b"", *, version: str = "HTTP/1.1", extra: str = "") -> bytes:
-    head = f"POST /v1/chat/completions {version}\r\nHost: g\r\nAuthorization: Bearer {token}\r\n{extra}"
-    return f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body
-
-
-BODY = json.dumps(CHAT).encode()
-
-
-@dataclass(frozen=True)
-class RawGateway:
-    """A gateway's TCP address for raw exchanges, and a way to a fresh sample's token."""
-
-    gateway: Gateway
-    """The gateway."""
-    address: tuple[str, int]
-    """Its TCP listener."""
-
-
-@pytest.fixture(scope="module")
-def raw() -> Iterator[RawGateway]:
-    with staged() as stage:
-        yield RawGateway(stage.gateway, stage.gateway.listen_tcp())
-
-
-@dataclass(frozen=True)
-class Framing:
-    """Raw HTTP exchanges: pipelined, HTTP/1.0, ``Expect: 100-continue`` and a chunked body."""
-
-    pipelined: bytes
-    """Two pipelined requests on one connection, the second asking to close."""
-    http_1_0: bytes
-    """An HTTP/1.0 request without keep-alive."""
-    continued: tuple[bytes, bytes]
-    """The reply to a head asking ``Expect: 100-continue``, then to its body."""
-    chunked: bytes
-    """A chunked request's reply."""
-    requests: int
-    """The sample's request count after all."""
-
-
-@pytest.fixture(scope="module")
-def framing(raw: RawGateway) -> Framing:
-    token = raw.gateway.issue_token("raw")
-    pipelined = raw_exchange(
-        raw.address, request_bytes(token, BODY) + request_bytes(token, BODY, extra="Connection: close\r\n")
-    )
-    http_1_0 = raw_exchange(raw.address, request_bytes(token, BODY, version="HTTP/1.0"))
-    with socket.create_connection(raw.address, timeout=2) as sock:
-        head = request_bytes(token, BODY, extra="Expect: 100-continue\r\n").split(b"\r\n\r\n")[0] + b"\r\n\r\n"
-        sock.sendall(head)
-        interim = sock.recv(65536)
-        sock.sendall(BODY)
-        continued = (interim, sock.recv(65536))
-    chunked = b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nAuthorization: Bearer %s\r\n" % token.encode()
-    chunked += b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(BODY), BODY)
-    return Framing(
-        pipelined, http_1_0, continued, raw_exchange(raw.address, chunked), raw.gateway.usage("raw").requests
-    )
-
-
-def test_two_pipelined_requests_get_two_whole_replies(framing: Framing) -> None:
-    assert (framing.pipelined.count(b"HTTP/1.1 200 OK\r\n"), framing.pipelined.rstrip()[-1:]) == (2, b"}")
-
-
-def test_a_request_asking_to_close_gets_a_reply_saying_so(framing: Framing) -> None:
-    assert b"connection: close" in framing.pipelined.split(b"HTTP/1.1 200 OK")[2].lower()
-
-
-def test_an_http_1_0_request_is_answered(framing: Framing) -> None:
-    assert framing.http_1_0.startswith(b"HTTP/1.1 200 OK")
-
-
-def test_expect_100_continue_is_answered_before_the_body_is_sent(framing: Framing) -> None:
-    assert framing.continued[0] == b"HTTP/1.1 100 Continue\r\n\r\n"
-
-
-def test_the_body_sent_after_100_continue_is_answered(framing: Framing) -> None:
-    assert framing.continued[1].startswith(b"HTTP/1.1 200 OK")
-
-
-def test_a_chunked_body_is_read(framing: Framing) -> None:
-    assert framing.chunked.startswith(b"HTTP/1.1 200 OK")
-
-
-def test_every_framed_request_is_counted(framing: Framing) -> None:
-    assert framing.requests == 5
-
-
-AUTH = b"Host: g\r\nAuthorization: Bearer %s\r\n"
-MALFORMED = [
-    pytest.param(
-        b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
-        400,
-        b"Invalid HTTP request",
-        id="two-lengths",
-    ),
-    pytest.param(
-        b"POST /v1/chat/completions HTTP/1.1\r\n" + AUTH + b"Content-Length: 99999999999\r\n\r\n",
-        413,
-        b"too large",
-        id="huge-length",
-    ),
-    pytest.param(b"GARBAGE\r\n\r\n", 400, b"Invalid HTTP request", id="garbage"),
-    pytest.param(
-        b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nno colon here\r\n\r\n",
-        400,
-        b"Invalid HTTP request",
-        id="header-without-colon",
-    ),
-    pytest.param(
-        b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nContent-Length : 2\r\n\r\n{}",
-        400,
-        b"Invalid HTTP request",
-        id="space-before-colon",
-    ),
-    pytest.param(
-        b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}", 400, b"Invalid HTTP request", id="no-host"
-    ),
-    pytest.param(
-        b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nX: " + b"a" * 70000 + b"\r\n\r\n",
-        431,
-        b"too large",
-        id="huge-header",
-    ),
-    pytest.param(
-        b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\n" + b"X: y\r\n" * 101 + b"\r\n",
-        431,
-        b"too many",
-        id="many-headers",
-    ),
-    pytest.param(b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\nHost: g\r\n\r\n", 414, b"too long", id="long-target"),
-    pytest.param(
-        b"DELETE /v1/chat/completions HTTP/1.1\r\nHost: g\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
-        405,
-        b"POST /v1/messages",
-        id="delete",
-    ),
-]
-
-
-def _malformed_reply(raw: RawGateway, data: bytes) -> bytes:
-    token = raw.gateway.issue_token(f"m-{time.monotonic_ns()}")
-    return raw_exchange(raw.address, data.replace(b"%s", token.encode()))
-
-
-@pytest.mark.parametrize(("data", "status", "says"), MALFORMED)
-def test_malformed_requests_get_their_status(raw: RawGateway, data: bytes, status: int, says: bytes) -> None:
-    assert _malformed_reply(raw, data).startswith(f"HTTP/1.1 {status} ".encode())
-
-
-@pytest.mark.parametrize(("data", "status", "says"), MALFORMED)
-def test_malformed_requests_are_told_what_is_wrong(raw: RawGateway, data: bytes, status: int, says: bytes) -> None:
-    assert says in _malformed_reply(raw, data).partition(b"\r\n\r\n")[2]
-
-
-@pytest.mark.parametrize(("data", "status", "says"), MALFORMED)
-def test_the_gateway_answers_after_a_malformed_request(raw: RawGateway, data: bytes, status: int, says: bytes) -> None:
-    token = raw.gateway.issue_token(f"after-{time.monotonic_ns()}")
-    _malformed_reply(raw, data)
-    reply = raw_exchange(raw.address, request_bytes(token, BODY, extra="Connection: close\r\n"))
-    assert reply.startswith(b"HTTP/1.1 200 OK")
-
-
-HALF_SENT = request_bytes("%s", b'{"messages": []}')[:-5]
-
-
-def test_a_half_sent_request_gets_no_reply(raw: RawGateway) -> None:
-    token = raw.gateway.issue_token("half-wait")
-    assert raw_exchange(raw.address, HALF_SENT.replace(b"%s", token.encode()), wait=0.3) == b""
-
-
-def test_a_request_abandoned_mid_body_is_closed_without_a_reply(raw: RawGateway) -> None:
-    token = raw.gateway.issue_token("half-gone")
-    with socket.create_connection(raw.address, timeout=2) as sock:
-        sock.sendall(HALF_SENT.replace(b"%s", token.encode()))
-        sock.shutdown(socket.SHUT_WR)  # the client gives up mid-body
-        assert sock.recv(65536) == b""
-
-
-def test_a_half_sent_request_costs_nothing(raw: RawGateway) -> None:
-    token = raw.gateway.issue_token("half-cost")
-    raw_exchange(raw.address, HALF_SENT.replace(b"%s", token.encode()), wait=0.3)
-    assert raw.gateway.usage("half-cost").requests == 0
-
-
-def test_the_gateway_is_healthy_after_half_sent_requests(raw: RawGateway) -> None:
-    token = raw.gateway.issue_token("half-health")
-    raw_exchange(raw.address, HALF_SENT.replace(b"%s", token.encode()), wait=0.3)
-    health = raw_exchange(raw.address, b"GET /healthz HTTP/1.1\r\nHost: g\r\nConnection: close\r\n\r\n")
-    assert health.endswith(b'{"ok":true}')
-
-
-@dataclass(frozen=True)
-class SlowBody:
-    """A body that stops arriving, against a 0.5 s limit; then a whole request."""
-
-    reply: bytes
-    """The gateway's reply to the slow body."""
-    waited: float
-    """Seconds until that reply."""
-    requests: int
-    """The sample's request count after it."""
-    next_reply: bytes
-    """The reply to a whole request after."""
-
-
-@pytest.fixture(scope="module")
-def slow_body() -> SlowBody:
-    with staged(body_read_s=0.5) as stage:
-        address = stage.gateway.listen_tcp()
-        token = stage.gateway.issue_token("slow")
-        started = time.monotonic()
-        reply = raw_exchange(address, HALF_SENT.replace(b"%s", token.encode()), wait=5)
-        waited = time.monotonic() - started
-        requests = stage.gateway.usage("slow").requests
-        after = raw_exchange(address, request_bytes(token, BODY, extra="Connection: close\r\n"))
-        return SlowBody(reply, waited, requests, after)
-
-
-def test_a_body_still_arriving_after_the_time_limit_gets_408(slow_body: SlowBody) -> None:
-    assert slow_body.reply.startswith(b"HTTP/1.1 408 ")
-
-
-def test_a_408_closes_the_connection(slow_body: SlowBody) -> None:
-    assert b"connection: close" in slow_body.reply.lower()
-
-
-def test_a_408_says_the_limit(slow_body: SlowBody) -> None:
-    assert b"did not arrive within 0.5 s" in slow_body.reply
-
-
-def test_a_408_comes_no_sooner_than_its_limit(slow_body: SlowBody) -> None:
-    assert slow_body.waited >= 0.5
-
-
-def test_a_body_that_timed_out_costs_nothing(slow_body: SlowBody) -> None:
-    assert slow_body.requests == 0
-
-
-def test_the_gateway_answers_after_a_408(slow_body: SlowBody) -> None:
-    assert slow_body.next_reply[:15] == b"HTTP/1.1 200 OK"
-
-
 # --- internal errors ---------------------------------------------------------------------------------------
 
 
@@ -1092,121 +777,3 @@ def test_internal_error_tracebacks_never_show_the_key(
     text = rendered.getvalue()
     assert "upstream.py" in text and "a bug deep in the wire" in text  # precondition: the whole traceback
     assert KEY not in text
-
-
-# --- what an agent may not make the provider do (runner/gateway/policy.py) ---------------------------------
-
-MESSAGES = {"max_tokens": 10, "messages": [{"role": "user", "content": "q"}]}
-#: (path, request body, refusal fragment).
-OUTSIDE_THE_SANDBOX = [
-    (
-        "/v1/messages",
-        {**MESSAGES, "tools": [{"type": "web_search_20250305", "name": "web_search"}]},
-        "web_search_20250305",
-    ),
-    (
-        "/v1/messages",
-        {**MESSAGES, "tools": [{"type": "web_fetch_20250910", "name": "web_fetch"}]},
-        "web_fetch_20250910",
-    ),
-    ("/v1/messages", {**MESSAGES, "tools": [{"type": "code_execution_20250825", "name": "c"}]}, "code_execution"),
-    (
-        "/v1/messages",
-        {**MESSAGES, "mcp_servers": [{"type": "url", "url": "https://example.org/mcp", "name": "x"}]},
-        "mcp_servers",
-    ),
-    ("/v1/responses", {"input": "q", "tools": [{"type": "web_search"}]}, "'web_search'"),
-    (
-        "/v1/responses",
-        {"input": "q", "tools": [{"type": "mcp", "server_url": "https://example.org", "server_label": "x"}]},
-        "'mcp'",
-    ),
-    (
-        "/v1/responses",
-        {"input": "q", "tools": [{"type": "code_interpreter", "container": {"type": "auto"}}]},
-        "code_interpreter",
-    ),
-    ("/v1/responses", {"input": "q", "tools": [{"type": "file_search", "vector_store_ids": ["vs_1"]}]}, "file_search"),
-    ("/v1/chat/completions", {**CHAT, "web_search_options": {}}, "web_search_options"),
-    ("/v1/chat/completions", {**CHAT, "tools": [{"type": "web_search"}]}, "'web_search'"),
-]
-#: (candidate, path, request body): tools the agent runs itself, in its own sandbox.
-AGENT_RUN_TOOLS = [
-    (
-        "anthropic/claude-sonnet-4-6",
-        "/v1/messages",
-        {**MESSAGES, "tools": [{"name": "Bash", "input_schema": {"type": "object"}}]},
-    ),
-    ("anthropic/claude-sonnet-4-6", "/v1/messages", {**MESSAGES, "tools": [{"type": "bash_20250124", "name": "bash"}]}),
-    (
-        "openai/gpt-4.1",
-        "/v1/responses",
-        {"input": "q", "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}]},
-    ),
-    ("openai/gpt-4.1", "/v1/chat/completions", {**CHAT, "tools": [{"type": "function", "function": {"name": "f"}}]}),
-]
-
-
-@pytest.fixture(scope="module")
-def policy_stage() -> Iterator[Stage]:
-    with staged() as stage:
-        yield stage
-
-
-def _refused_tools(stage: Stage, path: str, body: Any) -> tuple[httpx.Response, int, int]:
-    """The reply to ``body``, and how many requests the provider and the sample saw for it."""
-    seen_before = len(stage.fake.seen)
-    sample = f"p-{time.monotonic_ns()}"
-    token = stage.gateway.issue_token(sample)
-    resp = stage.http.post(path, json=body, headers={"authorization": f"Bearer {token}"})
-    return resp, len(stage.fake.seen) - seen_before, stage.gateway.usage(sample).requests
-
-
-@pytest.mark.parametrize(("path", "body", "says"), OUTSIDE_THE_SANDBOX)
-def test_tools_the_provider_would_run_are_refused_with_a_400(
-    policy_stage: Stage, path: str, body: Any, says: str
-) -> None:
-    assert _refused_tools(policy_stage, path, body)[0].status_code == 400
-
-
-@pytest.mark.parametrize(("path", "body", "says"), OUTSIDE_THE_SANDBOX)
-def test_a_refused_tool_is_named_as_running_outside_the_sandbox(
-    policy_stage: Stage, path: str, body: Any, says: str
-) -> None:
-    text = _refused_tools(policy_stage, path, body)[0].text
-    assert (says in text, "outside the sandbox" in text) == (True, True)
-
-
-@pytest.mark.parametrize(("path", "body", "says"), OUTSIDE_THE_SANDBOX)
-def test_a_refused_tool_never_reaches_the_provider(policy_stage: Stage, path: str, body: Any, says: str) -> None:
-    assert _refused_tools(policy_stage, path, body)[1:] == (0, 0)
-
-
-@pytest.fixture(scope="module", params=AGENT_RUN_TOOLS, ids=lambda case: f"{case[1]}-{case[2]['tools'][0]}")
-def agent_run_tools(request: pytest.FixtureRequest) -> tuple[httpx.Response, Seen, Any]:
-    """The reply to a request with a tool the agent runs, what the provider received, and the request's tools."""
-    candidate, path, body = request.param
-    with staged(candidate) as stage:
-        resp = stage.http.post(path, json=body, headers={"x-api-key": stage.gateway.issue_token("a")})
-        return resp, stage.fake.seen[-1], body["tools"]
-
-
-def test_tools_the_agent_runs_are_allowed(agent_run_tools: tuple[httpx.Response, Seen, Any]) -> None:
-    resp, _, _ = agent_run_tools
-    assert resp.status_code == 200, resp.text
-
-
-def test_tools_the_agent_runs_reach_the_provider_as_sent(agent_run_tools: tuple[httpx.Response, Seen, Any]) -> None:
-    _, seen, tools = agent_run_tools
-    assert seen.body["tools"] == tools
-
-
-def test_a_chat_agents_malformed_tool_call_to_an_anthropic_candidate_gets_a_400_naming_it(
-    provider_env: FakeProvider,
-) -> None:
-    history = [*CHAT["messages"], {"role": "assistant", "content": None, "tool_calls": ["run_sql"]}]
-    with Gateway("anthropic/claude-sonnet-4-6", settings=SETTINGS) as gw:
-        host, port = gw.listen_tcp()
-        with httpx.Client(base_url=f"http://{host}:{port}", timeout=5) as http:
-            resp = post(http, gw.issue_token("t"), {**CHAT, "messages": history})
-    assert (resp.status_code, "tool calls must be objects" in resp.json()["error"]["message"]) == (400, True)
