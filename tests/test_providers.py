@@ -1,47 +1,37 @@
 """Provider clients on a real loopback server: retries, typed errors, redaction, Anthropic translation.
 
+Preflight is in test_preflight.py; the wire (connection reuse, pool limits, proxies, TLS) in test_providers_wire.py.
+
 Where several claims are about one exchange, a module-scoped fixture plays it once and each claim is its own test.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import socket
-import subprocess
-import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
 from fake_provider import (
     ANTHROPIC_MODEL,
     OPENAI_MODEL,
     FakeProvider,
     Reply,
-    Scripted,
     Seen,
     Sleeps,
     anthropic_message,
     fake_provider,
-    openai_completion,
-    point_clients_at,
 )
+from provider_stage import FAST, KEY, chat, completion_body, env, failure, provider
 
 from runner.errors import GatewayError
-from runner.gateway.model import ProviderResult
-from runner.gateway.preflight import PreflightError, ResolvedModel, preflight
+from runner.gateway.model import ClientSettings, ProviderResult
 from runner.gateway.protocols import TranslationError
 from runner.gateway.protocols import chat_messages as tr
 from runner.gateway.providers import (
     PROVIDERS,
     AnthropicClient,
-    BadEndpoint,
-    ClientSettings,
     MissingCredential,
     OpenAIClient,
     ProviderError,
@@ -50,44 +40,11 @@ from runner.gateway.providers import (
     parse_model,
 )
 
-__all__ = ["fake_provider"]  # the imported fixture is used by name
-
-KEY = "sk-test-MARKER-7f3a9c1e5b"
-FAST = ClientSettings(read_timeout=2.0, max_attempts=3)
-
-
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, fake_provider: FakeProvider) -> FakeProvider:
-    return point_clients_at(monkeypatch, fake_provider, KEY, KEY + "-anthropic")
-
-
-@contextmanager
-def provider(*script: Scripted) -> Iterator[FakeProvider]:
-    """A fresh fake provider answering ``script``, with both clients' variables pointing at it for the block (for
-    module-scoped scenes, outside any one test)."""
-    with pytest.MonkeyPatch.context() as patch, FakeProvider() as fake:
-        point_clients_at(patch, fake, KEY, KEY + "-anthropic")
-        fake.push(*script)
-        yield fake
-
-
-def chat(content: str = "hi") -> dict[str, Any]:
-    return {"model": "ignored", "messages": [{"role": "user", "content": content}]}
-
-
-def _oa(prompt: int = 11, completion: int = 7, cached: int = 0) -> dict[str, Any]:
-    return openai_completion(prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached)
+__all__ = ["env", "fake_provider"]  # the imported fixtures are used by name
 
 
 def _schema() -> dict[str, Any]:
     return {"type": "object", "properties": {"sql": {"type": "string"}}, "required": ["sql"]}
-
-
-def failure(call: Callable[[], object]) -> ProviderError:
-    """The :class:`ProviderError` ``call`` raises."""
-    with pytest.raises(ProviderError) as info:
-        call()
-    return info.value
 
 
 @pytest.mark.parametrize(
@@ -218,7 +175,7 @@ class OpenAICall:
 
 @pytest.fixture(scope="module")
 def openai_call() -> OpenAICall:
-    with provider(Reply(body=_oa(prompt=120, completion=30, cached=64))) as fake:
+    with provider(Reply(body=completion_body(prompt=120, completion=30, cached=64))) as fake:
         client = OpenAIClient(FAST)
         result = client.chat("gpt-4.1", chat())
         return OpenAICall(result, fake.seen[0], repr(client))
@@ -270,7 +227,7 @@ def test_the_client_repr_hides_the_key(openai_call: OpenAICall) -> None:
 
 def after_429(env: FakeProvider) -> tuple[ProviderResult, Sleeps]:
     sleeps = Sleeps()
-    env.push(Reply(429, {"error": "slow down"}, headers={"Retry-After": "0.7"}), Reply(body=_oa()))
+    env.push(Reply(429, {"error": "slow down"}, headers={"Retry-After": "0.7"}), Reply(body=completion_body()))
     return OpenAIClient(FAST, sleep=sleeps).chat("m", chat()), sleeps
 
 
@@ -285,14 +242,14 @@ def test_429_honours_retry_after(env: FakeProvider) -> None:
 def test_retry_after_is_capped(env: FakeProvider) -> None:
     sleeps = Sleeps()
     client = OpenAIClient(FAST.model_copy(update={"retry_after_cap": 0.25}), sleep=sleeps)
-    env.push(Reply(429, {}, headers={"Retry-After": "3600"}), Reply(body=_oa()))
+    env.push(Reply(429, {}, headers={"Retry-After": "3600"}), Reply(body=completion_body()))
     client.chat("m", chat())
     assert sleeps == [0.25]
 
 
 def after_500(env: FakeProvider) -> tuple[ProviderResult, Sleeps]:
     sleeps = Sleeps()
-    env.push(Reply(500, {"error": "boom"}), Reply(body=_oa()))
+    env.push(Reply(500, {"error": "boom"}), Reply(body=completion_body()))
     return OpenAIClient(FAST, sleep=sleeps).chat("m", chat()), sleeps
 
 
@@ -326,7 +283,7 @@ def test_a_provider_errors_record_keeps_its_attempts(env: FakeProvider) -> None:
 
 def other_4xx(env: FakeProvider, status: int) -> tuple[ProviderError, Sleeps]:
     sleeps = Sleeps()
-    env.push(Reply(status, {"error": {"message": "nope"}}), Reply(body=_oa()))
+    env.push(Reply(status, {"error": {"message": "nope"}}), Reply(body=completion_body()))
     return failure(lambda: OpenAIClient(FAST, sleep=sleeps).chat("m", chat())), sleeps
 
 
@@ -359,7 +316,7 @@ def test_a_hung_connection_is_retried(env: FakeProvider) -> None:
 
 
 def test_dropped_connection_is_retried(env: FakeProvider) -> None:
-    env.push(Reply(drop=True), Reply(body=_oa()))
+    env.push(Reply(drop=True), Reply(body=completion_body()))
     assert OpenAIClient(FAST, sleep=Sleeps()).chat("m", chat()).attempts == 2
 
 
@@ -380,7 +337,7 @@ def test_malformed_json_is_retried_a_bounded_number_of_times(env: FakeProvider) 
 
 
 def test_malformed_json_and_a_non_object_are_retried_to_success(env: FakeProvider) -> None:
-    env.push(Reply(malformed=True), Reply(body="[1, 2]"), Reply(body=_oa()))
+    env.push(Reply(malformed=True), Reply(body="[1, 2]"), Reply(body=completion_body()))
     assert OpenAIClient(FAST, sleep=Sleeps()).chat("m", chat()).attempts == 3
 
 
@@ -402,7 +359,7 @@ def test_key_echoed_in_an_error_is_redacted_everywhere(env: FakeProvider) -> Non
 
 
 def test_key_echoed_in_a_reply_is_redacted(env: FakeProvider) -> None:
-    env.push(Reply(body={**_oa(), "note": f"echo {KEY}"}))
+    env.push(Reply(body={**completion_body(), "note": f"echo {KEY}"}))
     result = OpenAIClient(FAST).chat("m", chat())
     assert (KEY.encode() in result.raw, KEY in json.dumps(result.body)) == (False, False)
 
@@ -597,311 +554,3 @@ def test_untranslatable_requests_raise(request_body: dict[str, Any]) -> None:
 def test_stop_reasons(stop_reason: str, finish: str) -> None:
     body = tr.messages_to_chat_response(anthropic_message(stop_reason=stop_reason))
     assert body["choices"][0]["finish_reason"] == finish
-
-
-# --- preflight ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Preflight:
-    """A preflight of an OpenAI model (twice) and an Anthropic one."""
-
-    resolved: list[ResolvedModel]
-    """What it resolved, one per entry."""
-    requests: int
-    """The requests the provider received."""
-    anthropic_base: str
-    """The fake's Anthropic base URL."""
-
-
-@pytest.fixture(scope="module")
-def preflight_run() -> Preflight:
-    with provider(Reply(body=openai_completion(model="gpt-4.1-2025-04-14"))) as fake:  # anthropic: the canned reply
-        resolved = preflight(["openai/gpt-4.1", "anthropic/claude-sonnet-4-6", "openai/gpt-4.1"])
-        return Preflight(resolved, len(fake.seen), fake.anthropic_base)
-
-
-def test_preflight_records_returned_ids(preflight_run: Preflight) -> None:
-    assert [(r.alias, r.requested_model, r.returned_model) for r in preflight_run.resolved] == [
-        ("openai/gpt-4.1", "gpt-4.1", "gpt-4.1-2025-04-14"),
-        ("anthropic/claude-sonnet-4-6", "claude-sonnet-4-6", ANTHROPIC_MODEL),
-        ("openai/gpt-4.1", "gpt-4.1", "gpt-4.1-2025-04-14"),
-    ]
-
-
-def test_preflight_probes_a_model_named_twice_once(preflight_run: Preflight) -> None:
-    assert preflight_run.requests == 2
-
-
-def test_preflight_records_each_models_base_url(preflight_run: Preflight) -> None:
-    assert preflight_run.resolved[1].base_url == preflight_run.anthropic_base
-
-
-def test_preflight_records_no_key(preflight_run: Preflight) -> None:
-    assert KEY not in "".join(r.model_dump_json() for r in preflight_run.resolved)
-
-
-def static_problems(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    monkeypatch.delenv("ANTHROPIC_API_KEY")
-    with pytest.raises(PreflightError) as info:
-        preflight(["openai/gpt-4.1", "anthropic/claude-sonnet-4-6", "gemini/pro"])
-    return info.value.problems
-
-
-def test_preflight_names_a_missing_key_then_an_unknown_provider(
-    env: FakeProvider, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    problems = static_problems(monkeypatch)
-    assert [("ANTHROPIC_API_KEY" in problems[0]), ("'gemini/pro'" in problems[1]), len(problems)] == [True, True, 2]
-
-
-def test_preflight_spends_nothing_before_the_configuration_is_whole(
-    env: FakeProvider, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    static_problems(monkeypatch)
-    assert env.seen == []
-
-
-def endpoint_failures(env: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> PreflightError:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{s.getsockname()[1]}")
-    env.push(Reply(401, {"error": f"bad key {KEY}"}))
-    with pytest.raises(PreflightError) as info:
-        preflight(["openai/gpt-4.1", "anthropic/claude-sonnet-4-6"], ClientSettings(max_attempts=1))
-    return info.value
-
-
-def test_preflight_says_which_key_was_rejected(env: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert "rejected the key in OPENAI_API_KEY" in endpoint_failures(env, monkeypatch).problems[0]
-
-
-def test_preflight_says_which_endpoint_is_unreachable(env: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert "cannot reach http://127.0.0.1:" in endpoint_failures(env, monkeypatch).problems[1]
-
-
-def test_preflight_failures_hide_the_key(env: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert KEY not in str(endpoint_failures(env, monkeypatch))
-
-
-# -- the wire: http.client framing, connection reuse, pool limits, TLS, and the httpx fallback --------------
-
-
-def kept_alive(env: FakeProvider, first: Reply) -> tuple[list[ProviderResult], Sleeps]:
-    sleeps = Sleeps()
-    client = OpenAIClient(FAST, sleep=sleeps)
-    env.push(first, Reply(body=_oa(prompt=5)))
-    return [client.chat("m", chat()) for _ in range(3)], sleeps
-
-
-FIRST_REPLIES = pytest.mark.parametrize(
-    "first",
-    [Reply(body=_oa(prompt=3)), Reply(body=_oa(prompt=3), chunked=True)],
-    ids=["content-length", "chunked"],
-)
-
-
-@FIRST_REPLIES
-def test_keep_alive_answers_each_call_at_once(env: FakeProvider, first: Reply) -> None:
-    results, _ = kept_alive(env, first)
-    assert [(r.input_tokens, r.attempts) for r in results] == [(3, 1), (5, 1), (11, 1)]
-
-
-@FIRST_REPLIES
-def test_keep_alive_reuses_one_connection(env: FakeProvider, first: Reply) -> None:
-    _, sleeps = kept_alive(env, first)
-    assert (len({seen.peer for seen in env.seen}), sleeps) == (1, [])
-
-
-@FIRST_REPLIES
-def test_a_kept_alive_replys_raw_bytes_are_its_body(env: FakeProvider, first: Reply) -> None:
-    results, _ = kept_alive(env, first)
-    assert json.loads(results[0].raw) == results[0].body
-
-
-def after_a_closed_connection(env: FakeProvider, ending: str) -> tuple[ProviderResult, ProviderResult, Sleeps]:
-    sleeps = Sleeps()
-    client = OpenAIClient(FAST, sleep=sleeps)
-    env.push(Reply(body=_oa(prompt=3), **{ending: True}), Reply(body=_oa(prompt=5)))
-    first = client.chat("m", chat())
-    time.sleep(0.1)  # the fake's FIN reaches us: the idle connection is readable, so it is not reused
-    return first, client.chat("m", chat()), sleeps
-
-
-ENDINGS = pytest.mark.parametrize("ending", ["close", "hangup"])
-
-
-@ENDINGS
-def test_a_reply_that_closes_its_connection_is_read_whole(env: FakeProvider, ending: str) -> None:
-    assert after_a_closed_connection(env, ending)[0].input_tokens == 3
-
-
-@ENDINGS
-def test_a_closed_connection_is_replaced_without_a_retry(env: FakeProvider, ending: str) -> None:
-    _, second, sleeps = after_a_closed_connection(env, ending)
-    assert (second.input_tokens, second.attempts, sleeps) == (5, 1, [])
-
-
-@ENDINGS
-def test_a_closed_connection_is_not_reused(env: FakeProvider, ending: str) -> None:
-    after_a_closed_connection(env, ending)
-    assert len({seen.peer for seen in env.seen}) == 2
-
-
-@dataclass(frozen=True)
-class PoolLimit:
-    """A second call while the only connection serves a slow one, then a third once it is free."""
-
-    waited: ProviderError
-    """The second call's error."""
-    after: ProviderResult
-    """The third call's result."""
-
-
-@pytest.fixture(scope="module")
-def pool_limit() -> PoolLimit:
-    settings = ClientSettings(max_connections=1, pool_timeout=0.05, max_attempts=2, read_timeout=5)
-    with provider(Reply(body=_oa(prompt=9), delay=0.5)) as fake:
-        client = OpenAIClient(settings, sleep=Sleeps())
-        slow = threading.Thread(target=client.chat, args=("m", chat()))
-        slow.start()
-        while not fake.seen:  # the only connection is busy with the slow call
-            time.sleep(0.005)
-        waited = failure(lambda: client.chat("m", chat()))
-        slow.join()
-        return PoolLimit(waited, client.chat("m", chat()))
-
-
-def test_pool_limit_waits_then_times_out(pool_limit: PoolLimit) -> None:
-    err = pool_limit.waited
-    assert (err.kind, err.retryable, err.attempts) == ("timeout", True, 2)
-
-
-def test_a_pool_timeout_says_so(pool_limit: PoolLimit) -> None:
-    assert "PoolTimeout" in pool_limit.waited.message
-
-
-def test_a_pool_slot_comes_back_after_its_call(pool_limit: PoolLimit) -> None:
-    assert pool_limit.after.attempts == 1
-
-
-def injected_key(monkeypatch: pytest.MonkeyPatch) -> BadEndpoint:
-    monkeypatch.setenv("OPENAI_API_KEY", KEY + "\r\nx-injected: 1")
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    with pytest.raises(BadEndpoint) as info:
-        OpenAIClient(FAST)
-    return info.value
-
-
-def test_a_key_that_would_inject_a_header_fails_at_construction_naming_its_variable(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    assert "OPENAI_API_KEY" in str(injected_key(monkeypatch))
-
-
-def test_a_refused_key_is_not_shown(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert KEY not in str(injected_key(monkeypatch))
-
-
-def test_an_endpoint_of_another_scheme_fails_at_construction(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.setenv("OPENAI_BASE_URL", "ftp://127.0.0.1/v1")
-    with pytest.raises(BadEndpoint, match="OPENAI_BASE_URL"):
-        OpenAIClient(FAST)
-
-
-def given_transport(env: FakeProvider) -> tuple[OpenAIClient, Sleeps]:
-    sleeps = Sleeps()
-    client = OpenAIClient(FAST, sleep=sleeps, transport=httpx.HTTPTransport(retries=0))
-    env.push(Reply(429, {}, headers={"Retry-After": "0.3"}), Reply(body=_oa(prompt=4)), Reply(404, {"error": "x"}))
-    return client, sleeps
-
-
-def test_a_given_transport_is_retried_as_the_default_is(env: FakeProvider) -> None:
-    client, sleeps = given_transport(env)
-    result = client.chat("m", chat())
-    assert (result.input_tokens, result.attempts, sleeps) == (4, 2, [0.3])
-
-
-def test_a_given_transport_does_not_retry_a_404(env: FakeProvider) -> None:
-    client, _ = given_transport(env)
-    client.chat("m", chat())
-    err = failure(lambda: client.chat("m", chat()))
-    assert (err.status, err.retryable, err.attempts) == (404, False, 1)
-
-
-def test_a_proxy_in_the_environment_is_used(env: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
-    monkeypatch.setenv("NO_PROXY", "")
-    err = failure(lambda: OpenAIClient(ClientSettings(max_attempts=1)).chat("m", chat()))
-    assert (err.kind, env.seen) == ("connection", [])
-
-
-def test_no_proxy_in_the_environment_is_honoured(env: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    assert OpenAIClient(FAST).chat("m", chat()).attempts == 1
-
-
-@dataclass(frozen=True)
-class Tls:
-    """Calls to a TLS provider with a self-signed certificate for ``localhost``: untrusted, trusted, and trusted
-    but reached by another name."""
-
-    untrusted: ProviderError
-    """The call before the certificate is trusted."""
-    trusted: ProviderResult
-    """The call once ``SSL_CERT_FILE`` names it."""
-    wrong_name: ProviderError
-    """The call to ``127.0.0.1``, not a name the certificate holds."""
-    seen: list[Seen]
-    """The requests the provider received."""
-
-
-@pytest.fixture(scope="module")
-def tls(tmp_path_factory: pytest.TempPathFactory) -> Tls:
-    if shutil.which("openssl") is None:
-        pytest.skip("needs the openssl command to make a certificate")
-    folder = tmp_path_factory.mktemp("tls")
-    cert, key = folder / "cert.pem", folder / "key.pem"
-    request = "req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost"
-    subprocess.run(
-        ["openssl", *request.split(), "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True
-    )
-    settings = ClientSettings(read_timeout=2.0, max_attempts=2)
-    with pytest.MonkeyPatch.context() as patch, FakeProvider(tls=(str(cert), str(key))) as fake:
-        patch.setenv("OPENAI_API_KEY", KEY)
-        patch.delenv("SSL_CERT_DIR", raising=False)
-        port = fake.url.rsplit(":", 1)[1]
-        patch.setenv("OPENAI_BASE_URL", f"https://localhost:{port}/v1")
-        patch.delenv("SSL_CERT_FILE", raising=False)
-        untrusted = failure(lambda: OpenAIClient(settings, sleep=Sleeps()).chat("m", chat()))
-        patch.setenv("SSL_CERT_FILE", str(cert))  # trusted, as httpx would take it
-        trusted = OpenAIClient(settings, sleep=Sleeps()).chat("m", chat())
-        patch.setenv("OPENAI_BASE_URL", f"https://127.0.0.1:{port}/v1")  # trusted, but not for this name
-        wrong_name = failure(lambda: OpenAIClient(settings, sleep=Sleeps()).chat("m", chat()))
-        return Tls(untrusted, trusted, wrong_name, fake.seen)
-
-
-def test_a_self_signed_certificate_is_a_connection_error_retried(tls: Tls) -> None:
-    assert (tls.untrusted.kind, tls.untrusted.attempts) == ("connection", 2)
-
-
-def test_an_untrusted_certificate_is_named_as_the_cause(tls: Tls) -> None:
-    assert "CERTIFICATE_VERIFY_FAILED" in tls.untrusted.message
-
-
-def test_a_tls_failure_hides_the_key(tls: Tls) -> None:
-    assert KEY not in str(tls.untrusted)
-
-
-def test_a_certificate_named_by_ssl_cert_file_is_trusted(tls: Tls) -> None:
-    assert tls.trusted.input_tokens == 11
-
-
-def test_a_trusted_certificate_for_another_host_name_is_refused(tls: Tls) -> None:
-    assert (tls.wrong_name.kind, "CERTIFICATE_VERIFY_FAILED" in tls.wrong_name.message) == ("connection", True)
-
-
-def test_only_the_trusted_call_reaches_the_provider_with_its_key(tls: Tls) -> None:
-    assert [seen.headers["authorization"] for seen in tls.seen] == [f"Bearer {KEY}"]
