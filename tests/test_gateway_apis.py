@@ -342,9 +342,9 @@ def test_the_gateway_asks_a_chat_provider_for_usage_on_the_agents_behalf(unasked
 # A stream the provider cuts.
 
 
-def _messages_stream(gw: Gateway, token: str) -> Any:
+def _messages_stream(gw: Gateway, token: str, max_tokens: int = 100) -> Any:
     _, an = clients(gw, token)
-    request: Any = {"model": "m", "max_tokens": 100, "messages": QUESTION}
+    request: Any = {"model": "m", "max_tokens": max_tokens, "messages": QUESTION}
     with an.messages.stream(**request) as events:
         return events.get_final_message()
 
@@ -463,17 +463,10 @@ def test_a_429_on_a_stream_waits_as_long_as_retry_after_says(throttled: Scene) -
 # A provider that keeps failing.
 
 
-def _messages_stream_of_ten(gw: Gateway, token: str) -> Any:
-    _, an = clients(gw, token)
-    request: Any = {"model": "m", "max_tokens": 10, "messages": QUESTION}
-    with an.messages.stream(**request) as events:
-        return events.get_final_message()
-
-
 @PER_PROVIDER
 def provider_down(request: pytest.FixtureRequest) -> Scene:
     script = [Reply(503, {"error": {"message": "down"}}) for _ in range(3)]
-    return play(CANDIDATES[request.param], _messages_stream_of_ten, *script)
+    return play(CANDIDATES[request.param], lambda gw, token: _messages_stream(gw, token, max_tokens=10), *script)
 
 
 def test_a_failing_provider_gives_the_agent_a_502(provider_down: Scene) -> None:
