@@ -66,6 +66,7 @@ def token_list_command(config: Path, as_json: bool) -> None:
 
     Example: ispm board token list board.yaml
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.board.serve import list_board_tokens
     from runner.board.tokens import token_lines
 
@@ -85,6 +86,7 @@ def token_revoke_command(config: Path, token_id: int) -> None:
 
     Example: ispm board token revoke board.yaml 3
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.board.serve import revoke_board_token
 
     revoked = revoke_board_token(config, token_id)
