@@ -1,0 +1,189 @@
+"""The ``ispm_enterprise_sql`` Inspect task, scorer and reducer: Inspect's own ``mockllm`` model as the scripted
+candidate and judges, each sample in the real ``ispm`` sandbox on the real engine, graded against the real world."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai import eval as inspect_eval
+from inspect_ai.log import EvalLog, read_eval_log
+from inspect_ai.model import Model, ModelOutput, ModelUsage, get_model
+
+from runner.grading.consensus import consensus, read_votes
+from runner.grading.grades import SCORES, Vote
+from runner.grading.judge import dimensions_for
+from runner.grading.reference_judge import gold_answer
+from runner.inspect_eval.reducer import consensus_of, ispm_consensus
+from runner.inspect_eval.sandbox import IspmSandboxConfig
+from runner.inspect_eval.scorer import epoch_score
+from runner.inspect_eval.task import ispm_enterprise_sql
+from runner.inspect_eval.task_set import task_by_id, truths
+from runner.sandbox.images import ImageRef
+
+FIXTURES = Path(__file__).parent / "fixtures" / "consensus"
+TASK_ID = "ispm-002"  # a verdict task: its gold answer is "no" with ten entities
+RUN_ID = f"inspect-task-{secrets.token_hex(3)}"
+
+
+def _scripted(output: ModelOutput) -> ModelOutput:
+    # With usage given, mockllm does not count tokens with tiktoken, whose encoding it would download.
+    output.usage = ModelUsage(input_tokens=100, output_tokens=10, total_tokens=110)
+    return output
+
+
+def _candidate(answers: list[dict[str, Any]]) -> Model:
+    # Per epoch: the witness query through the sql tool, then the answer through submit.
+    witness = task_by_id(TASK_ID).witness_sql
+    outputs = []
+    for answer in answers:
+        outputs.append(_scripted(ModelOutput.for_tool_call("mockllm/model", "sql", {"query": witness})))
+        outputs.append(_scripted(ModelOutput.for_tool_call("mockllm/model", "submit", answer)))
+    return get_model("mockllm/model", custom_outputs=outputs, memoize=False)
+
+
+def _gold() -> dict[str, Any]:
+    answer = gold_answer(task_by_id(TASK_ID), truths()[TASK_ID])
+    return answer.model_dump(mode="json", exclude={"format"})
+
+
+def _run(candidate: Model, refs: dict[str, ImageRef], log_dir: Path, **options: Any) -> EvalLog:
+    task = ispm_enterprise_sql(
+        task_ids=[TASK_ID],
+        judges=options.pop("judges", "ref,ref#2"),
+        epochs=options.pop("epochs", 1),
+        image=refs["base"].tag,
+    )
+    task.sandbox = task.sandbox.model_copy(update={"config": IspmSandboxConfig(image=refs["base"].tag, run_id=RUN_ID)})  # type: ignore[union-attr]
+    [log] = inspect_eval(task, model=candidate, log_dir=str(log_dir), max_samples=1, display="none", **options)
+    assert log.status == "success", log.error
+    return log
+
+
+@pytest.mark.parametrize("name", ["abstentions", "min_within_epoch", "official_run_shuffled", "ties_go_down"])
+def test_the_reducer_gives_the_v1_consensus_of_known_votes(name: str) -> None:
+    votes = read_votes(FIXTURES / f"{name}.votes.jsonl")
+    by_task: dict[str, dict[int, list[Vote]]] = defaultdict(lambda: defaultdict(list))
+    for vote in votes:
+        by_task[vote.task_id][vote.epoch].append(vote)
+    expected = {(c.task_id, c.dimension): c.grade for c in consensus(votes)}
+    reduced = {}
+    for task_id, epochs in by_task.items():
+        score = ispm_consensus()([epoch_score(epochs[e]) for e in sorted(epochs)])
+        reduced |= {(task_id, d): g for d, g in score.metadata["consensus"].items()}  # type: ignore[index]
+        assert score.value == {d: SCORES.get(g) for d, g in score.metadata["consensus"].items()}  # type: ignore[index]
+    assert reduced == expected
+    lines = (FIXTURES / f"{name}.expected.jsonl").read_text().splitlines()
+    assert reduced == {(e["task_id"], e["dimension"]): e["grade"] for e in map(json.loads, filter(None, lines))}
+
+
+def test_the_reducer_refuses_a_value_that_is_no_grade() -> None:
+    with pytest.raises(ValueError, match="0.7 is not the score of a grade"):
+        consensus_of([{"answer_correctness": 0.7}])
+
+
+@pytest.mark.docker
+def test_a_scripted_candidate_that_queries_then_answers_right_is_correct(
+    refs: dict[str, ImageRef], tmp_path: Path
+) -> None:
+    log = _run(_candidate([_gold()]), refs, tmp_path)
+    [sample] = log.samples or []
+    score = sample.scores["ispm_scorer"]  # type: ignore[index]
+    assert score.value["answer_correctness"] == 1.0  # type: ignore[index]
+    assert score.value["answer_verdict"] == 1.0  # type: ignore[index]
+    assert score.metadata["status"] == "ok"  # type: ignore[index]
+    assert score.metadata["queries_logged"] == 1  # type: ignore[index]  # the sql tool's call, logged in the sandbox
+    assert score.metadata["coverage"]["table_recall"] == 1.0  # type: ignore[index]
+
+
+@pytest.mark.docker
+def test_a_scripted_wrong_answer_is_incorrect(refs: dict[str, ImageRef], tmp_path: Path) -> None:
+    wrong = {"response": "Yes, every leaver still signs in.", "verdict": "yes", "evidence": [], "queries": []}
+    log = _run(_candidate([wrong]), refs, tmp_path)
+    [sample] = log.samples or []
+    score = sample.scores["ispm_scorer"]  # type: ignore[index]
+    assert score.value["answer_correctness"] == 0.0  # type: ignore[index]
+    assert score.value["answer_verdict"] == 0.0  # type: ignore[index]
+
+
+def _judge_reply(grades: dict[str, str]) -> ModelOutput:
+    body = {"grades": {d: {"rationale": "scripted", "grade": g} for d, g in grades.items()}}
+    return _scripted(ModelOutput.from_content("mockllm/model", json.dumps(body)))
+
+
+@pytest.mark.docker
+def test_an_inspect_runs_per_task_consensus_equals_ispm_runs_on_the_same_votes(
+    refs: dict[str, ImageRef], tmp_path: Path
+) -> None:
+    # Three epochs; two scripted model judges that disagree, abstain and tie, so every rule of v1 is exercised.
+    dims = dimensions_for(task_by_id(TASK_ID))
+    a = [dict.fromkeys(dims, "correct"), dict.fromkeys(dims, "partial"), dict.fromkeys(dims, "abstain")]
+    b = [dict.fromkeys(dims, "partial"), dict.fromkeys(dims, "correct"), dict.fromkeys(dims, "incorrect")]
+    a[0]["answer_correctness"], b[2]["answer_correctness"] = "incorrect", "abstain"
+    judge_a = get_model("mockllm/model", custom_outputs=[_judge_reply(g) for g in a], memoize=False)
+    judge_b = get_model("mockllm/model", custom_outputs=[_judge_reply(g) for g in b], memoize=False)
+    log = _run(
+        _candidate([_gold()] * 3),
+        refs,
+        tmp_path,
+        judges="judge_a,judge_b",
+        epochs=3,
+        model_roles={"judge_a": judge_a, "judge_b": judge_b},
+    )
+    votes = [
+        Vote.model_validate(v, strict=False)
+        for sample in log.samples or []
+        for v in sample.scores["ispm_scorer"].metadata["votes"]  # type: ignore[index]
+    ]
+    assert len(votes) == 3 * 2 * len(dims)
+    ispm = {c.dimension: c.grade for c in consensus(votes)}
+    [reductions] = log.reductions or []
+    [reduced] = reductions.samples
+    assert reduced.metadata["consensus"] == ispm  # type: ignore[index]
+    assert ispm["answer_correctness"] == "incorrect"  # epochs: incorrect, partial, incorrect
+    assert ispm["evidence_completeness"] == "partial"  # epochs: partial, partial, incorrect
+
+
+@pytest.mark.docker
+def test_inspect_eval_from_the_command_line_runs_the_task_in_our_sandbox(
+    refs: dict[str, ImageRef], tmp_path: Path
+) -> None:
+    # The gold answer through the task's own tools, by a scripted solver (tests/inspect_solvers.py says why).
+    command = [
+        str(Path(sys.executable).parent / "inspect"),
+        "eval",
+        "runner/ispm_enterprise_sql",
+        "--model",
+        "mockllm/model",
+        "-T",
+        f"task_ids={TASK_ID}",
+        "-T",
+        "judges=ref,ref#2",
+        "-T",
+        f"image={refs['base'].tag}",
+        "--epochs",
+        "1",
+        "--solver",
+        str(Path(__file__).parent / "inspect_solvers.py@gold_replay"),
+        "--log-dir",
+        str(tmp_path),
+        "--display",
+        "none",
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    [path] = tmp_path.glob("*.eval")
+    log = read_eval_log(str(path))
+    assert log.eval.task == "runner/ispm_enterprise_sql"
+    assert log.eval.sandbox is not None and log.eval.sandbox.type == "ispm"
+    [sample] = log.samples or []
+    score = sample.scores["ispm_scorer"]  # type: ignore[index]
+    assert score.metadata["status"] == "ok"  # type: ignore[index]
+    assert score.metadata["queries_logged"] == 1  # type: ignore[index]
+    assert score.value["answer_correctness"] == 1.0  # type: ignore[index]
