@@ -15,6 +15,8 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import Model, ModelOutput, ModelUsage, get_model
+from inspect_ai.util import SandboxEnvironmentSpec
+from inspect_solvers import bridged_openai_agents
 
 from runner.grading.consensus import consensus, read_votes
 from runner.grading.grades import SCORES, Vote
@@ -54,13 +56,14 @@ def _gold() -> dict[str, Any]:
 
 
 def _run(candidate: Model, refs: dict[str, ImageRef], log_dir: Path, **options: Any) -> EvalLog:
+    image = refs[options.pop("image", "base")].tag
     task = ispm_enterprise_sql(
         task_ids=[TASK_ID],
         judges=options.pop("judges", "ref,ref#2"),
         epochs=options.pop("epochs", 1),
-        image=refs["base"].tag,
+        solver=options.pop("solver", None),
     )
-    task.sandbox = task.sandbox.model_copy(update={"config": IspmSandboxConfig(image=refs["base"].tag, run_id=RUN_ID)})  # type: ignore[union-attr]
+    task.sandbox = SandboxEnvironmentSpec("ispm", IspmSandboxConfig(image=image, run_id=RUN_ID))
     [log] = inspect_eval(task, model=candidate, log_dir=str(log_dir), max_samples=1, display="none", **options)
     assert log.status == "success", log.error
     return log
@@ -84,7 +87,7 @@ def test_the_reducer_gives_the_v1_consensus_of_known_votes(name: str) -> None:
 
 
 def test_the_reducer_refuses_a_value_that_is_no_grade() -> None:
-    with pytest.raises(ValueError, match="0.7 is not the score of a grade"):
+    with pytest.raises(ValueError, match=r"0\.7 is not the score of a grade"):
         consensus_of([{"answer_correctness": 0.7}])
 
 
@@ -110,6 +113,29 @@ def test_a_scripted_wrong_answer_is_incorrect(refs: dict[str, ImageRef], tmp_pat
     score = sample.scores["ispm_scorer"]  # type: ignore[index]
     assert score.value["answer_correctness"] == 0.0  # type: ignore[index]
     assert score.value["answer_verdict"] == 0.0  # type: ignore[index]
+
+
+@pytest.mark.docker
+def test_an_agent_image_behind_inspects_sandbox_agent_bridge_answers_right_in_our_sandbox(
+    refs: dict[str, ImageRef], tmp_path: Path
+) -> None:
+    # The bridge's tools run from the sandbox's executable /var/tmp; the agent's Responses calls reach mockllm.
+    gold = _gold()
+    gold["evidence"] = [e | {"fact": e["fact"] or "cited"} for e in gold["evidence"]]  # the agent's tool wants one
+    candidate = get_model(
+        "mockllm/model",
+        custom_outputs=[
+            _scripted(ModelOutput.for_tool_call("mockllm/model", "run_sql", {"sql": task_by_id(TASK_ID).witness_sql})),
+            _scripted(ModelOutput.for_tool_call("mockllm/model", "submit_answer", gold)),
+        ],
+        memoize=False,
+    )
+    log = _run(candidate, refs, tmp_path, image="agent-openai-agents", solver=bridged_openai_agents())
+    [sample] = log.samples or []
+    score = sample.scores["ispm_scorer"]  # type: ignore[index]
+    assert score.metadata["status"] == "ok"  # type: ignore[index]
+    assert score.metadata["queries_logged"] == 1  # type: ignore[index]
+    assert score.value["answer_correctness"] == 1.0  # type: ignore[index]
 
 
 def _judge_reply(grades: dict[str, str]) -> ModelOutput:
