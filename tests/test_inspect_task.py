@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from inspect_ai import eval as inspect_eval
+from inspect_ai._util.registry import registry_info
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import Model, ModelOutput, ModelUsage, get_model
 from inspect_ai.util import SandboxEnvironmentSpec
@@ -22,7 +23,7 @@ from runner.grading.consensus import consensus, read_votes
 from runner.grading.grades import SCORES, Vote
 from runner.grading.judge import dimensions_for
 from runner.grading.reference_judge import gold_answer
-from runner.inspect_eval.reducer import consensus_of, ispm_consensus
+from runner.inspect_eval.reducer import REDUCER_NAME, consensus_of, ispm_consensus
 from runner.inspect_eval.sandbox import IspmSandboxConfig
 from runner.inspect_eval.scorer import epoch_score
 from runner.inspect_eval.task import ispm_enterprise_sql
@@ -67,6 +68,27 @@ def _run(candidate: Model, refs: dict[str, ImageRef], log_dir: Path, **options: 
     [log] = inspect_eval(task, model=candidate, log_dir=str(log_dir), max_samples=1, display="none", **options)
     assert log.status == "success", log.error
     return log
+
+
+def test_the_task_holds_all_127_tasks_for_5_epochs_in_the_ispm_sandbox_by_default() -> None:
+    task = ispm_enterprise_sql()
+    assert len(task.dataset) == 127
+    assert task.epochs == 5
+    assert task.epochs_reducer is not None and [registry_info(r).name for r in task.epochs_reducer] == [REDUCER_NAME]
+    assert task.sandbox is not None and task.sandbox.type == "ispm"
+    assert task.time_limit == 900
+
+
+def test_the_task_keeps_only_the_tasks_its_filters_match() -> None:
+    task = ispm_enterprise_sql(vendor="okta", kind="verdict")
+    chosen = [task_by_id(str(s.id)) for s in task.dataset]
+    assert chosen and all("okta" in t.vendors and t.kind == "verdict" for t in chosen)
+    assert [s.id for s in ispm_enterprise_sql(task_ids="ispm-002,ispm-001").dataset] == ["ispm-001", "ispm-002"]
+
+
+def test_the_task_refuses_an_unknown_task_id_by_name() -> None:
+    with pytest.raises(ValueError, match="no such task: ispm-999"):
+        ispm_enterprise_sql(task_ids=["ispm-001", "ispm-999"])
 
 
 @pytest.mark.parametrize("name", ["abstentions", "min_within_epoch", "official_run_shuffled", "ties_go_down"])
