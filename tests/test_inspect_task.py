@@ -18,6 +18,7 @@ from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import Model, ModelOutput, ModelUsage, get_model
 from inspect_ai.util import SandboxEnvironmentSpec
 from inspect_solvers import bridged_openai_agents
+from test_boundaries import RUNNER, direct_imports
 
 from runner.grading.consensus import consensus, read_votes
 from runner.grading.grades import SCORES, Vote
@@ -235,3 +236,10 @@ def test_inspect_eval_from_the_command_line_runs_the_task_in_our_sandbox(
     assert score.metadata["status"] == "ok"  # type: ignore[index]
     assert score.metadata["queries_logged"] == 1  # type: ignore[index]
     assert score.value["answer_correctness"] == 1.0  # type: ignore[index]
+
+
+def test_only_runner_inspect_eval_imports_inspect() -> None:
+    importers = sorted(
+        path.relative_to(RUNNER).as_posix() for path in RUNNER.rglob("*.py") if "inspect_ai" in direct_imports(path)
+    )
+    assert importers and all(where.startswith("inspect_eval/") for where in importers)

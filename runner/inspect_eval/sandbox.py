@@ -34,7 +34,7 @@ from runner.errors import IspmError, SandboxError
 from runner.inspect_eval.names import registered
 from runner.inspect_eval.task_set import task_by_id
 from runner.sandbox.docker import engine
-from runner.sandbox.docker.session import FileRead, SandboxSession, SessionSpec
+from runner.sandbox.docker.session import FileRead, SandboxSession, SessionSpec, require_image
 from runner.sandbox.images import expected_tags
 from runner.tasks.view import agent_files
 
@@ -105,18 +105,10 @@ class IspmSandboxEnvironment(SandboxEnvironment):
             RuntimeError: the engine cannot be reached, or the image is missing (``ispm images`` builds ours).
         """
         image = _image(_config(config))
-
-        def check() -> None:
-            client = _engine()
-            try:
-                client.api.inspect_image(image)
-            except engine.ENGINE_ERRORS as exc:
-                raise RuntimeError(f"the ispm sandbox's image {image} is not there ({exc}); run `ispm images`") from exc
-
         try:
-            await anyio.to_thread.run_sync(check)
+            await anyio.to_thread.run_sync(lambda: require_image(_engine(), image))
         except SandboxError as exc:
-            raise RuntimeError(str(exc)) from exc
+            raise RuntimeError(f"the ispm sandbox cannot start: {exc}") from exc
 
     @classmethod
     async def sample_init(

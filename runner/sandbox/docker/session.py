@@ -97,6 +97,20 @@ def _default_docs_dir() -> Path:
     return world_dir() / DOCS_DIR
 
 
+def require_image(client: Any, image: str) -> None:
+    """Check that the engine ``client`` reaches has ``image``.
+
+    Raises:
+        SandboxError: the image is missing (``ispm images`` builds ours), or the engine refused.
+    """
+    try:
+        client.api.inspect_image(image)
+    except docker.errors.ImageNotFound as exc:
+        raise SandboxError(f"image not found: {image} (run `ispm images`)") from exc
+    except ENGINE_ERRORS as exc:
+        raise SandboxError(f"cannot inspect image {image}: {exc}") from exc
+
+
 class SessionSpec(BaseModel):
     """One session's container: what it holds and its limits (the defaults are a sample's, ``SampleSpec``)."""
 
@@ -200,11 +214,9 @@ class SandboxSession:
     def _start(self) -> None:
         spec = self.spec
         try:
-            self.api.inspect_image(spec.image)
-        except docker.errors.ImageNotFound as exc:
-            raise SandboxError(f"image not found: {spec.image} (build it first)", sample_id=spec.session_id) from exc
-        except ENGINE_ERRORS as exc:
-            raise SandboxError(f"cannot inspect image {spec.image}: {exc}", sample_id=spec.session_id) from exc
+            require_image(self.client, spec.image)
+        except SandboxError as exc:
+            raise SandboxError(str(exc), sample_id=spec.session_id) from exc
         self.volume, _ = volume.create(self.api, spec)
         mounts = [
             Mount(f"/world/{spec.world_file.name}", str(spec.world_file.resolve()), type="bind", read_only=True),
