@@ -157,8 +157,10 @@ class IspmSandboxEnvironment(SandboxEnvironment):
 
     @classmethod
     async def cli_cleanup(cls, id: str | None) -> None:
-        """``inspect sandbox cleanup ispm [RUN]``: remove the sandboxes of every run, or of run ``id``."""
-        await anyio.to_thread.run_sync(lambda: engine.sweep(_engine(), id))
+        """``inspect sandbox cleanup ispm [RUN]``: remove the sandboxes labelled with run ``RUN`` (default
+        ``inspect``, what :class:`IspmSandboxConfig` labels them), and never an ``ispm run``'s."""
+        run_id = id or IspmSandboxConfig().run_id
+        await anyio.to_thread.run_sync(lambda: engine.sweep(_engine(), run_id))
 
     async def exec(
         self,
