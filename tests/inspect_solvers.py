@@ -50,3 +50,16 @@ def bridged_openai_agents(time_budget_s: int = 120) -> Agent:
         return bridge.state
 
     return execute
+
+
+@solver
+def planted_symlink() -> Solver:
+    """A hostile agent: its answer is a symlink to a file outside /output."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        done = await sandbox().exec(["ln", "-s", "/task/task.json", "/output/answer.json"])
+        if not done.success:
+            raise RuntimeError(done.stderr)
+        return state
+
+    return solve

@@ -17,7 +17,7 @@ from inspect_ai._util.registry import registry_info
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import Model, ModelOutput, ModelUsage, get_model
 from inspect_ai.util import SandboxEnvironmentSpec
-from inspect_solvers import bridged_openai_agents
+from inspect_solvers import bridged_openai_agents, planted_symlink
 from test_boundaries import RUNNER, direct_imports
 
 from runner.grading.consensus import consensus, read_votes
@@ -159,6 +159,18 @@ def test_an_agent_image_behind_inspects_sandbox_agent_bridge_answers_right_in_ou
     assert score.metadata["status"] == "ok"  # type: ignore[index]
     assert score.metadata["queries_logged"] == 1  # type: ignore[index]
     assert score.value["answer_correctness"] == 1.0  # type: ignore[index]
+
+
+@pytest.mark.docker
+def test_an_answer_planted_as_a_symlink_is_refused_with_its_reason_and_graded_incorrect(
+    refs: dict[str, ImageRef], tmp_path: Path
+) -> None:
+    log = _run(get_model("mockllm/model", memoize=False), refs, tmp_path, solver=planted_symlink())
+    [sample] = log.samples or []
+    score = sample.scores["ispm_scorer"]  # type: ignore[index]
+    assert score.metadata["status"] == "invalid_answer"  # type: ignore[index]
+    assert "symlink" in score.metadata["error"]  # type: ignore[index]
+    assert score.value["answer_correctness"] == 0.0  # type: ignore[index]
 
 
 def _judge_reply(grades: dict[str, str]) -> ModelOutput:
