@@ -212,6 +212,29 @@ def test_an_inspect_runs_per_task_consensus_equals_ispm_runs_on_the_same_votes(
 
 
 @pytest.mark.docker
+def test_a_judge_role_whose_replies_do_not_parse_abstains_on_every_dimension_with_the_reason(
+    refs: dict[str, ImageRef], tmp_path: Path
+) -> None:
+    dims = dimensions_for(task_by_id(TASK_ID))
+    garbled = [_scripted(ModelOutput.from_content("mockllm/model", "I think it is fine.")) for _ in range(3)]
+    judge_a = get_model("mockllm/model", custom_outputs=garbled, memoize=False)
+    judge_b = get_model("mockllm/model", custom_outputs=[_judge_reply(dict.fromkeys(dims, "partial"))], memoize=False)
+    log = _run(
+        _candidate([_gold()]),
+        refs,
+        tmp_path,
+        judges="judge_a,judge_b",
+        model_roles={"judge_a": judge_a, "judge_b": judge_b},
+    )
+    [sample] = log.samples or []
+    score = sample.scores["ispm_scorer"]  # type: ignore[index]
+    votes_a = [v for v in score.metadata["votes"] if v["judge"].startswith("judge_a:")]  # type: ignore[index]
+    assert {v["grade"] for v in votes_a} == {"abstain"} and {v["failure"] for v in votes_a} == {"malformed"}
+    assert all("abstained after 3 call(s): malformed reply" in v["rationale"] for v in votes_a)
+    assert score.value == dict.fromkeys(dims, 0.5)  # the other judge's grades stand
+
+
+@pytest.mark.docker
 def test_inspect_eval_from_the_command_line_runs_the_task_in_our_sandbox(
     refs: dict[str, ImageRef], tmp_path: Path
 ) -> None:
