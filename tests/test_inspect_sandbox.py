@@ -96,13 +96,13 @@ async def test_a_sample_naming_a_task_gets_its_task_folder_and_one_without_gets_
 ) -> None:
     config = IspmSandboxConfig(image=refs["base"].tag, run_id=RUN_ID)
     with_task = await IspmSandboxEnvironment.sample_init("t", config, {"task_id": "ispm-001"})
-    without = await IspmSandboxEnvironment.sample_init("t", config, {})
+    without = await IspmSandboxEnvironment.sample_init("t", None, {})  # sandbox="ispm", no config
     try:
         task_json = await with_task["default"].read_file("/task/task.json")
         listing = await without["default"].exec(["ls", "/task", "/docs"])
     finally:
         await IspmSandboxEnvironment.sample_cleanup("t", config, with_task, False)
-        await IspmSandboxEnvironment.sample_cleanup("t", config, without, False)
+        await IspmSandboxEnvironment.sample_cleanup("t", None, without, False)
     assert '"task_id": "ispm-001"' in task_json
     assert listing.stdout.startswith("/docs:\natlas.md\n")
     assert listing.stdout.endswith("\n/task:\n")  # the image's empty mount point: nothing mounted there
