@@ -4,18 +4,20 @@ candidate and judges, each sample in the real ``ispm`` sandbox on the real engin
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai._util.registry import registry_info
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import Model, ModelOutput, ModelUsage, get_model
+from inspect_ai.scorer import SampleScore, Score
 from inspect_ai.util import SandboxEnvironmentSpec
 from inspect_solvers import bridged_openai_agents, planted_symlink
 from test_boundaries import RUNNER, direct_imports
@@ -26,7 +28,7 @@ from runner.grading.judge import dimensions_for
 from runner.grading.reference_judge import gold_answer
 from runner.inspect_eval.reducer import REDUCER_NAME, consensus_of, ispm_consensus
 from runner.inspect_eval.sandbox import IspmSandboxConfig
-from runner.inspect_eval.scorer import epoch_score
+from runner.inspect_eval.scorer import epoch_score, scored_mean
 from runner.inspect_eval.task import ispm_enterprise_sql
 from runner.inspect_eval.task_set import task_by_id, truths
 from runner.sandbox.images import ImageRef
@@ -278,3 +280,11 @@ def test_only_runner_inspect_eval_imports_inspect() -> None:
         path.relative_to(RUNNER).as_posix() for path in RUNNER.rglob("*.py") if "inspect_ai" in direct_imports(path)
     )
     assert importers and all(where.startswith("inspect_eval/") for where in importers)
+
+
+def test_the_dimension_mean_leaves_abstentions_out_and_is_nan_when_nothing_was_scored() -> None:
+    # Inspect hands a dict-valued score's metric each key's value alone, None for an abstention (unvalidated).
+    metric = scored_mean()
+    scores = [SampleScore(score=Score.model_construct(value=v), sample_id=i) for i, v in enumerate([1.0, None, 0.5])]
+    assert metric(scores) == 0.75
+    assert math.isnan(cast(float, metric([SampleScore(score=Score.model_construct(value=None), sample_id=1)])))

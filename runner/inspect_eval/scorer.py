@@ -13,6 +13,7 @@ the structural coverage and the deterministic checks. :mod:`.reducer` turns the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from functools import cache
 from typing import Any
@@ -95,11 +96,12 @@ async def _collect(task_id: str, epoch: int) -> SampleOutput:
 
 @metric
 def scored_mean() -> Metric:
-    """The mean of the scored values, abstentions (``None``) left out as v1 leaves them out."""
+    """The mean of the scored values, abstentions (``None``) left out as v1 leaves them out; NaN when none is
+    scored (``ref`` never scores ``reasoning_utility``), never a 0 that no judge gave."""
 
     def compute(scores: list[SampleScore]) -> float:
         values = [float(s.score.value) for s in scores if isinstance(s.score.value, int | float)]
-        return sum(values) / len(values) if values else 0.0
+        return sum(values) / len(values) if values else math.nan
 
     return compute
 
