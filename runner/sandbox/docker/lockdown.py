@@ -29,8 +29,8 @@ def host_config(
     engine_init: bool,
     log_driver: str,
 ) -> Any:
-    """The engine's host config of a locked-down container: read-only root, no capabilities, no
-    ``no-new-privileges`` escape, no network, a private IPC namespace, and caps on pids, memory (no swap) and CPU.
+    """The engine's host config of a locked-down container: read-only root, no capabilities,
+    ``no-new-privileges``, no network, a private IPC namespace, and caps on pids, memory (no swap) and CPU.
 
     ``tmpfs`` maps each scratch mount point to its options (:func:`tmpfs_options`).
     """
