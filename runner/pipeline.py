@@ -246,13 +246,15 @@ def start_run(
     preflight: Preflight | None = None,
     ray_address: str | None = None,
     stop: StopRequest | None = None,
+    board: str | None = None,
 ) -> RunResult:
     """Run ``spec`` in a new folder (``runs/<run-id>/`` by default) and write its record.
 
     ``preflight`` is one the caller already ran; otherwise it runs here (models are probed only when no
     ``gateway`` is given, the model judges are dry-run always). ``ray_address`` is the cluster of the ``ray``
     backend (else ``RAY_ADDRESS``). ``stop``, once set from another thread, ends the run as Ctrl-C does
-    (``runner.run.scheduler.StopRequest``).
+    (``runner.run.scheduler.StopRequest``). ``board``, the board whose run this is, labels the run's sandboxes and
+    limits its sweeps to that board's (``runner.run.sample_runner``); it is not part of the spec or the record.
 
     Raises:
         RunError: the folder already holds a journal, or the filter names unknown tasks.
@@ -276,7 +278,7 @@ def start_run(
         resolved_models=checked.resolved_models,
         judge_dry_runs=checked.judge_dry_runs,
     )
-    return _go(folder, started, [], backend, gateway, progress, rubrics, ray_address, stop)
+    return _go(folder, started, [], backend, gateway, progress, rubrics, ray_address, stop, board)
 
 
 def resume_run(
@@ -287,9 +289,10 @@ def resume_run(
     progress: Progress | None = None,
     ray_address: str | None = None,
     stop: StopRequest | None = None,
+    board: str | None = None,
 ) -> RunResult:
-    """Continue the run in ``run_dir`` with its own spec, skipping every sample already graded (``stop`` as for
-    :func:`start_run`).
+    """Continue the run in ``run_dir`` with its own spec, skipping every sample already graded (``stop`` and
+    ``board`` as for :func:`start_run`).
 
     A run that already finished or timed out is not run again; its record is rebuilt. A run stopped by a circuit
     breaker continues like an interrupted one; its model judges are dry-run again first, so a judge that is still
@@ -321,7 +324,7 @@ def resume_run(
             "judge_dry_runs": dry_runs,
         }
     )
-    return _go(run_dir, started, entries, backend, gateway, progress, rubrics, ray_address, stop)
+    return _go(run_dir, started, entries, backend, gateway, progress, rubrics, ray_address, stop, board)
 
 
 def _timed_out(entries: list[Entry]) -> bool:
@@ -345,6 +348,7 @@ def _go(
     rubrics: RubricSet,
     ray_address: str | None = None,
     stop: StopRequest | None = None,
+    board: str | None = None,
 ) -> RunResult:
     spec = started.spec
     log.configure(folder / LOG_NAME)
@@ -370,7 +374,7 @@ def _go(
     attempt = secrets.token_hex(8)  # this start or resume: labelled on its sandboxes, and naming its node agents
     with (
         stop.passed_on(request) if stop is not None else nullcontext(),
-        _sample_runner(started, attempt, backend, gateway, ray_address) as (runner, journaling),
+        _sample_runner(started, attempt, backend, gateway, ray_address, board) as (runner, journaling),
         Journal(folder / JOURNAL_NAME) as journal,
     ):
         journal.append(started)
@@ -412,6 +416,7 @@ def _sample_runner(
     backend: Backend[Any] | None,
     gateway: Gateway | None,
     ray_address: str | None,
+    board: str | None = None,
 ) -> Iterator[tuple[SampleRunner, Journaling]]:
     """Where the run's samples run, for the block: this host (``backend``, else the spec's, and ``gateway``, else
     one of the run's own when it needs a model), or the cluster of the ``ray`` backend."""
@@ -419,7 +424,7 @@ def _sample_runner(
     if spec.backend == "ray":
         # The driver keeps the journal, grading, judges and record; the cluster's nodes run the samples, each with
         # its own model gateway and keys, so no gateway runs here.
-        with _cluster(started, attempt, ray_address) as cluster:
+        with _cluster(started, attempt, ray_address, board) as cluster:
             yield cluster, cluster.journaling
         return
     with ExitStack() as owned:  # what this run made for itself it closes, the backend first
@@ -427,12 +432,14 @@ def _sample_runner(
             # The agent reaches its model only through this host-side gateway, which also counts its tokens.
             gateway = owned.enter_context(closing(Gateway(spec.needed_model)))
         if backend is None:
-            backend = owned.enter_context(closing(make_backend(spec.backend)))
-        yield HostRunner(backend, gateway), _journals_nothing
+            backend = owned.enter_context(closing(make_backend(spec.backend, board=board)))
+        yield HostRunner(backend, gateway, board=board), _journals_nothing
 
 
 @contextmanager
-def _cluster(started: RunStarted, attempt: str, ray_address: str | None) -> Iterator[RayRunner]:
+def _cluster(
+    started: RunStarted, attempt: str, ray_address: str | None, board: str | None = None
+) -> Iterator[RayRunner]:
     spec = started.spec
     expected = NodeExpectations(
         runner_version=started.runner_version,
@@ -443,7 +450,7 @@ def _cluster(started: RunStarted, attempt: str, ray_address: str | None) -> Iter
         candidate_model=started.resolved_models.get(spec.candidate or ""),
     )
     address = ray_address or os.environ.get("RAY_ADDRESS")
-    cluster = RayRunner.connect(address, started.run_id, expected, candidate=spec.needed_model, attempt=attempt)
+    cluster = RayRunner.connect(address, started.run_id, expected, candidate=spec.needed_model, attempt=attempt, board=board)
     try:
         yield cluster
     finally:

@@ -1,14 +1,17 @@
 """One engine, many boards: every image and sandbox a board makes names the board, so two boards on one engine
 never touch each other's.
 
-The real Docker engine: two boards' quarantines load one image at the same moment, each under its own tag, and a
-board's smoke test's sandbox is named and labelled with its board.
+The real Docker engine: two boards' quarantines load one image at the same moment, each under its own tag, a
+board's smoke test's sandbox is named and labelled with its board, and two boards' official-run sandboxes (same run
+id, same process) are each swept only by their own board.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +25,13 @@ from board_fixtures import board_in_process, tiny_contract_image
 
 from runner.board.quarantine import ImageArchive, board_name, board_tag, inspect_archive, load_image, remove_image
 from runner.board.smoke import smoke_test
+from runner.paths import tasks_dir
+from runner.run.sample_runner import HostRunner, RanSample
+from runner.sandbox.backend import LABEL_BOARD, LABEL_OWNER, LABEL_RUN, LABEL_SANDBOX, SampleSpec
+from runner.sandbox.docker import DockerBackend, sweep
+from runner.sandbox.docker.engine import name_part
+from runner.tasks.load import load_tasks
+from runner.tasks.view import agent_files
 
 RUN = secrets.token_hex(4)
 
@@ -104,7 +114,85 @@ def test_a_boards_smoke_test_names_and_labels_its_sandbox_with_the_board(
         since=since, until=int(time.time()) + 1, decode=True,
         filters={"type": "container", "event": "create", "label": f"ispm.run={run_id}"},
     )  # fmt: skip
-    names = [e["Actor"]["Attributes"]["name"] for e in events]
+    created = [e["Actor"]["Attributes"] for e in events]
     ctx.engine.dispose()
-    assert len(names) == 1
-    assert names[0].startswith(f"ispm-{run_id}-")
+    assert len(created) == 1
+    assert created[0]["name"].startswith(f"ispm-{name_part(board_id)}-{run_id}-")
+    assert created[0][LABEL_BOARD] == board_id
+
+
+def _sleeper(image: str, run_id: str) -> SampleSpec:
+    task = {t.id: t for t in load_tasks(tasks_dir())}["ispm-001"]
+    return SampleSpec(
+        task_id=task.id, run_id=run_id, image=image, command=["sleep", "600"],
+        task_files=agent_files(task, time_limit_seconds=120), time_limit_s=120, memory_bytes=64 * 1024**2, pids=16,
+    )  # fmt: skip
+
+
+def _board_containers(client: Any, run_id: str) -> dict[str, list[dict[str, Any]]]:
+    found = client.api.containers(all=True, filters={"label": [f"{LABEL_RUN}={run_id}"]})
+    by_board: dict[str, list[dict[str, Any]]] = {}
+    for container in found:
+        by_board.setdefault(container["Labels"].get(LABEL_BOARD, ""), []).append(container)
+    return by_board
+
+
+@pytest.mark.docker
+def test_one_boards_official_run_sweep_ends_its_own_sandboxes_and_spares_another_boards(
+    refs: Any, client: Any
+) -> None:
+    run_id = f"test-boards-{RUN}"  # both boards' runs share the id: only the board label tells them apart
+    boards = {name: f"{name} {RUN}" for name in ("north", "south")}
+    backends = {name: DockerBackend(board=board) for name, board in boards.items()}
+    runners = {name: HostRunner(backends[name], board=board) for name, board in boards.items()}
+    ran: dict[str, RanSample] = {}
+    threads = {
+        name: threading.Thread(target=lambda n=name: ran.__setitem__(n, runners[n].run_sample(
+            _sleeper(refs["base"].tag, run_id))))
+        for name in boards
+    }  # fmt: skip
+    try:
+        for thread in threads.values():
+            thread.start()
+        deadline = time.monotonic() + 60
+        while {b for b, cs in _board_containers(client, run_id).items() if any(c["State"] == "running" for c in cs)} != set(
+            boards.values()
+        ):
+            assert time.monotonic() < deadline, f"the sandboxes never ran: {_board_containers(client, run_id)}"
+            time.sleep(0.2)
+        south_before = _board_containers(client, run_id)[boards["south"]]
+        assert [c["Names"][0].startswith(f"/ispm-{name_part(boards['south'])}-{run_id}-") for c in south_before] == [
+            True
+        ]
+
+        runners["north"].sweep(run_id)  # what north's cancel or Ctrl-C does
+        threads["north"].join(timeout=60)
+        assert ran["north"].output.status != "ok"  # its agent was ended mid-sleep
+        left = _board_containers(client, run_id)
+        assert boards["north"] not in left
+        assert [(c["Id"], c["State"]) for c in left[boards["south"]]] == [(south_before[0]["Id"], "running")]
+        assert "south" not in ran
+    finally:
+        for name in boards:
+            runners[name].sweep(run_id)
+        for thread in threads.values():
+            thread.join(timeout=60)
+        for backend in backends.values():
+            backend.close()
+    assert _board_containers(client, run_id) == {}
+
+
+@pytest.mark.docker
+def test_a_boards_backend_start_sweeps_only_its_own_boards_orphans(refs: Any, client: Any) -> None:
+    run_id = f"test-orphans-{RUN}"
+    dead = f"{socket.gethostname()}:{os.getpid()}:1"  # this pid with a start time it never had: a dead owner
+    made = {}
+    try:
+        for board in ("north", "south"):
+            labels = {LABEL_SANDBOX: "1", LABEL_RUN: run_id, LABEL_OWNER: dead, LABEL_BOARD: f"{board} {RUN}"}
+            made[board] = client.api.create_container(refs["base"].tag, ["true"], labels=labels)["Id"]
+        DockerBackend(board=f"north {RUN}").close()  # a board's backend starts: it sweeps its own orphans
+        left = _board_containers(client, run_id)
+        assert [c["Id"] for cs in left.values() for c in cs] == [made["south"]]
+    finally:
+        sweep(client, run_id)

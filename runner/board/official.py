@@ -75,7 +75,7 @@ def run_submission(ctx: BoardContext, sub: Submission, folder: Path, *, hold: Ho
     progress = BoardProgress(hold)
     address = ctx.config.ray_address if ctx.config.backend == "ray" else None
     if (folder / JOURNAL_NAME).is_file():
-        return resume_run(folder, progress=progress, ray_address=address, stop=hold.stop)
+        return resume_run(folder, progress=progress, ray_address=address, stop=hold.stop, board=ctx.config.board_id)
     spec = run_spec(ctx.config, sub)
     checked = run_preflight(spec, ray_address=address)
     if spec.candidate and spec.candidate not in checked.resolved_models:
@@ -84,4 +84,12 @@ def run_submission(ctx: BoardContext, sub: Submission, folder: Path, *, hold: Ho
         checked = Preflight(
             resolved_models={**resolved, **checked.resolved_models}, judge_dry_runs=checked.judge_dry_runs
         )
-    return start_run(spec, folder, progress=progress, preflight=checked, ray_address=address, stop=hold.stop)
+    return start_run(
+        spec,
+        folder,
+        progress=progress,
+        preflight=checked,
+        ray_address=address,
+        stop=hold.stop,
+        board=ctx.config.board_id,
+    )

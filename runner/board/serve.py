@@ -22,6 +22,7 @@ from runner.board.quarantine import remove_image
 from runner.board.signing import load_or_create_key
 from runner.board.tokens import create_token, list_tokens, revoke_token
 from runner.board.worker import work_forever
+from runner.cluster.connection import connected
 from runner.serving import MAX_HEAD_BYTES, guarded_h11
 
 KEEP_ALIVE_S = 5
@@ -96,8 +97,6 @@ def _cluster(config: BoardConfig) -> AbstractContextManager[None]:
     """The board's one connection to its Ray cluster, shared by every worker thread's runs (Ray's is per process)."""
     if config.backend != "ray":
         return nullcontext()
-    from runner.cluster.connection import connected  # Ray is an optional extra: imported only for a ray board
-
     return connected(config.ray_address or os.environ.get("RAY_ADDRESS"))
 
 

@@ -39,6 +39,7 @@ def smoke_test(config: BoardConfig, sub: Submission) -> str | None:
             replay_dir=replay_dir,
             gateway=gateway,
             run_id=f"board-{board_name(config.board_id)}-smoke-{sub.id}",
+            board=config.board_id,
         )
     finally:
         if gateway is not None:

@@ -83,6 +83,7 @@ class RayRunner:
         *,
         candidate: str | None,
         attempt: str | None = None,
+        board: str | None = None,
         max_tries: int = MAX_TRIES,
         owns_connection: bool = False,
     ) -> None:
@@ -93,6 +94,9 @@ class RayRunner:
         self.attempt = attempt or secrets.token_hex(8)
         """The run's attempt these samples belong to (fresh by default): it names the agents
         (:func:`runner.cluster.agent_name`)."""
+        self.board = board
+        """The board whose run this is, if any: labelled on every sandbox (``ispm.board``), and the only board's
+        sandboxes the nodes' sweeps touch. Beside the run's spec, not in it: the record stays as it is."""
         self.expected = expected
         self.candidate = candidate
         self.max_tries = max_tries
@@ -125,6 +129,7 @@ class RayRunner:
         *,
         candidate: str | None,
         attempt: str | None = None,
+        board: str | None = None,
     ) -> RayRunner:
         """Connect to the cluster at ``address`` (unless this process already is), check every sandbox node,
         ship the images a node lacks, and return a runner that sends samples only to the nodes that passed.
@@ -136,7 +141,7 @@ class RayRunner:
         owns = not require_ray().is_initialized()
         if owns:
             connect(address)
-        runner = cls(run_id, expected, candidate=candidate, attempt=attempt, owns_connection=owns)
+        runner = cls(run_id, expected, candidate=candidate, attempt=attempt, board=board, owns_connection=owns)
         try:
             runner.admit_nodes()
         except BaseException:
@@ -258,7 +263,7 @@ class RayRunner:
                 num_cpus=0,
                 max_concurrency=64,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
-            ).remote(self.candidate)
+            ).remote(self.candidate, self.board)
             for node in nodes
         }
         try:
@@ -384,6 +389,7 @@ class RayRunner:
         import ray
 
         recordings = _recordings(spec) if spec.replay_dir is not None else None
+        spec = spec.model_copy(update={"board": self.board})
         lost: list[SampleAttempt] = []
         while len(lost) < self.max_tries and not self._stopping.is_set():
             pending = self._task.remote(self.attempt, spec, self.candidate is not None, recordings)

@@ -46,8 +46,9 @@ class NodeLink:
 class NodeAgent:
     """One node's part in one run. Thread-safe: Ray calls it from several threads (``max_concurrency``)."""
 
-    def __init__(self, candidate: str | None) -> None:
+    def __init__(self, candidate: str | None, board: str | None = None) -> None:
         """Start the node's gateway for ``candidate`` (none for calibration runs), keys from this node's environment.
+        ``board``: the board whose run this is, if any; the agent's sweeps then touch only that board's sandboxes.
 
         A gateway that cannot start does not fail the actor: :meth:`check` reports it, and the driver refuses the
         node with the reason.
@@ -56,6 +57,7 @@ class NodeAgent:
 
         self.node = str(ray.get_runtime_context().get_node_id())
         self.candidate = candidate
+        self.board = board
         self.accepted = False
         self.gateway: Gateway | None = None
         self.gateway_error: str | None = None
@@ -179,9 +181,10 @@ class NodeAgent:
 
         A live node's sandboxes are never orphans (their owner, the node's worker process, runs), so nodes that
         share an engine leave each other's alone; a dead node's are, so a survivor clears them. A finished run's
-        are removed whoever made them. Every sandbox also carries its node (``ispm.node``) for people."""
+        are removed whoever made them. Every sandbox also carries its node (``ispm.node``) for people. A board's
+        run sweeps only its board's (``ispm.board``): boards that share a node's engine leave each other's alone."""
         with _engine() as client:
-            report = sweep(client, run_id, attempt=attempt, orphans_only=orphans_only)
+            report = sweep(client, run_id, attempt=attempt, board=self.board, orphans_only=orphans_only)
         if report.containers or report.failures:
             _log.info("cluster.node_swept", node=self.node, containers=report.containers, failures=report.failures)
         return report

@@ -54,15 +54,18 @@ class SampleRunner(Protocol):
 class HostRunner:
     """Runs samples on this host through ``backend``, each linked to ``gateway`` (none: the agent needs no model)."""
 
-    def __init__(self, backend: Backend[Any], gateway: Gateway | None = None) -> None:
+    def __init__(self, backend: Backend[Any], gateway: Gateway | None = None, *, board: str | None = None) -> None:
         """A runner through ``backend``; the caller owns and closes both."""
         self.backend = backend
         self.gateway = gateway
+        self.board = board
+        """The board whose run this is, if any: labelled on every sandbox (``ispm.board``), and the only board's
+        sandboxes :meth:`sweep` touches. Beside the run's spec, not in it: the record stays as it is."""
 
     def run_sample(self, spec: SampleSpec) -> RanSample:
         """Run ``spec`` through the backend, linked to the gateway when there is one; never raises for the
         sample's own failure."""
-        output = run_linked(self.backend, spec, self.gateway)
+        output = run_linked(self.backend, spec.model_copy(update={"board": self.board}), self.gateway)
         # Read after the link closed: revoking the token waits for the sample's requests in flight.
         usage = self.gateway.usage(spec.sample_id) if self.gateway is not None else None
         return RanSample(output=output, usage=usage)
@@ -73,4 +76,4 @@ class HostRunner:
         Raises:
             SandboxError: the backend's engine failed.
         """
-        self.backend.sweep(run_id, attempt=attempt)
+        self.backend.sweep(run_id, attempt=attempt, board=self.board)

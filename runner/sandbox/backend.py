@@ -54,6 +54,8 @@ LABEL_NODE = "ispm.node"
 """Set on a cluster node's sandboxes: which node made them (``runner.cluster``), for people and audits."""
 LABEL_ATTEMPT = "ispm.attempt"
 """Set on a run's sandboxes: which start or resume of the run made them (:attr:`SampleSpec.attempt`)."""
+LABEL_BOARD = "ispm.board"
+"""Set on a board's sandboxes: which board made them (:attr:`SampleSpec.board`), so its sweeps spare another's."""
 
 
 def _default_world_file() -> Path:
@@ -78,6 +80,9 @@ class SampleSpec(BaseModel):
     (``runner.run.scheduler``), labelled ``ispm.attempt``. Two attempts of one run (a board worker that lost its
     lease, and the worker that took the run over) share the run id and may share the owner: this tells their
     sandboxes apart, so the first can sweep its own and spare the other's. ``None`` outside a run."""
+    board: str | None = None
+    """The board whose run or smoke test made the sample (its ``board_id``), labelled ``ispm.board``: boards that
+    share an engine sweep only their own. Set by the sample runner, never from the run's spec (the record's)."""
     image: str
     """The agent image. Its entrypoint and command are the agent, unless ``command`` overrides them."""
     command: list[str] | None = None
@@ -140,6 +145,8 @@ class SampleSpec(BaseModel):
             labels[LABEL_NODE] = self.node
         if self.attempt is not None:
             labels[LABEL_ATTEMPT] = self.attempt
+        if self.board is not None:
+            labels[LABEL_BOARD] = self.board
         return labels
 
 
@@ -308,18 +315,21 @@ def write_task_dir(folder: Path, spec: SampleSpec) -> None:
         path.chmod(0o644)
 
 
-def sweep_scratch(*, orphans_only: bool) -> tuple[list[str], list[str]]:
-    """Remove per-owner scratch folders (only those of dead owners if ``orphans_only``): (removed, failures)."""
+def sweep_scratch() -> tuple[list[str], list[str]]:
+    """Remove the scratch folders of dead owners: (removed, failures).
+
+    A live owner's folder is always spared, even by a sweep of every run: it holds its running samples' ``/task``,
+    and a sweep from another process (``ispm sandbox sweep``) must not pull it from under them. The folders are on
+    this host, so whether the owner lives is always known.
+    """
     removed: list[str] = []
     failures: list[str] = []
     root = scratch_root()
     if not root.is_dir():
         return removed, failures
-    mine = _scratch_name(os.getpid())
     for folder in sorted(root.iterdir()):
         pid, _, start = folder.name.partition("-")
-        alive = pid.isdigit() and _process_start(int(pid)) == start
-        if folder.name == mine or (orphans_only and alive):
+        if pid.isdigit() and _process_start(int(pid)) == start:
             continue
         try:
             shutil.rmtree(folder)
@@ -385,16 +395,22 @@ class Backend(ABC, Generic[H]):
         """
 
     def sweep(
-        self, run_id: str | None = None, *, attempt: str | None = None, orphans_only: bool = False
+        self,
+        run_id: str | None = None,
+        *,
+        attempt: str | None = None,
+        board: str | None = None,
+        orphans_only: bool = False,
     ) -> SweepReport:
         """Remove sandbox resources: every run's, or ``run_id``'s, or only those one ``attempt`` made (labelled
-        ``ispm.attempt``), sparing another attempt's of the same run.
+        ``ispm.attempt``), sparing another attempt's of the same run; with ``board``, only that board's.
 
-        The default removes the scratch folders only (per process, so none when only an attempt's are asked for).
+        The default removes dead owners' scratch folders only (per process, so none when only an attempt's or a
+        board's are asked for).
         """
-        if attempt is not None:
+        if attempt is not None or board is not None:
             return SweepReport()
-        removed, failures = sweep_scratch(orphans_only=orphans_only)
+        removed, failures = sweep_scratch()
         return SweepReport(directories=removed, failures=failures)
 
     def close(self) -> None:

@@ -41,14 +41,14 @@ def resolve_image(image: str) -> str:
     return tags.get(name, image)
 
 
-def make_backend(name: BackendName) -> Backend[Any]:
-    """A backend by name.
+def make_backend(name: BackendName, *, board: str | None = None) -> Backend[Any]:
+    """A backend by name; ``board``'s (its start sweep touches only that board's sandboxes), if given.
 
     Raises:
         SandboxError: Docker is not reachable (``docker``), or the name is unknown.
     """
     if name == "docker":
-        return DockerBackend()
+        return DockerBackend(board=board)
     if name == "local":
         return LocalBackend()
     raise SandboxError(f"unknown sandbox backend {name!r}; use docker or local")
@@ -64,10 +64,12 @@ def try_sample(
     command: list[str] | None = None,
     gateway: Gateway | None = None,
     run_id: str = "try",
+    board: str | None = None,
 ) -> SampleOutput:
     """Run one sample (epoch 1, run ``run_id``) of ``task_id`` with ``image`` and return what was collected.
 
-    ``run_id`` names and labels (``ispm.run``) the sample's resources: a board's smoke test names its board.
+    ``run_id`` names and labels (``ispm.run``) the sample's resources; ``board`` labels them (``ispm.board``) and
+    limits the backend's start sweep to that board's: a board's smoke test names its board in both.
 
     With ``gateway``, the agent reaches it through the sandbox's gateway path with a fresh per-sample token.
 
@@ -82,13 +84,14 @@ def try_sample(
     spec = SampleSpec(
         task_id=task.id,
         run_id=run_id,
+        board=board,
         image=resolve_image(image),
         command=command,
         task_files=agent_files(task, time_limit_seconds=int(time_limit_s)),
         time_limit_s=time_limit_s,
         replay_dir=replay_dir,
     )
-    sandboxes = make_backend(backend)
+    sandboxes = make_backend(backend, board=board)
     try:
         return run_linked(sandboxes, spec, gateway)
     finally:

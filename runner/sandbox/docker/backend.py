@@ -55,8 +55,10 @@ class DockerBackend(Backend[DockerSample]):
         sweep_on_start: bool = True,
         direct_read: bool = True,
         hold_output: bool = True,
+        board: str | None = None,
     ) -> None:
-        """Connect to the engine and (by default) sweep what dead runners left behind.
+        """Connect to the engine and (by default) sweep what dead runners left behind (of ``board`` only, if given:
+        a board's backend never sweeps another board's sandboxes on a shared engine).
 
         ``direct_read`` lets collection read ``/output`` from the volume's host mount point when this process
         can see it (same host and mount namespace as the engine, and allowed to read it); otherwise, or
@@ -77,17 +79,22 @@ class DockerBackend(Backend[DockerSample]):
         self.holds_output = self._init is not None
         """Whether new samples use the held layout (cleared if a volume turns out not to be holdable)."""
         if sweep_on_start:
-            engine.sweep(self.client, orphans_only=True)
+            engine.sweep(self.client, board=board, orphans_only=True)
 
     def close(self) -> None:
         """Close the engine connection."""
         self.client.close()
 
     def sweep(
-        self, run_id: str | None = None, *, attempt: str | None = None, orphans_only: bool = False
+        self,
+        run_id: str | None = None,
+        *,
+        attempt: str | None = None,
+        board: str | None = None,
+        orphans_only: bool = False,
     ) -> SweepReport:
         """See :func:`runner.sandbox.docker.engine.sweep`."""
-        return engine.sweep(self.client, run_id, attempt=attempt, orphans_only=orphans_only)
+        return engine.sweep(self.client, run_id, attempt=attempt, board=board, orphans_only=orphans_only)
 
     # -- create ------------------------------------------------------------------------------------------
 
@@ -180,6 +187,7 @@ class DockerBackend(Backend[DockerSample]):
             mounts.append(Mount(GATEWAY_DIR, str(spec.gateway_socket_dir.resolve()), type="bind", read_only=True))
             env |= gateway_env(spec.gateway_token.get_secret_value(), spec.gateway_model)
         env |= spec.env
+        board = f"{name_part(spec.board)}-" if spec.board is not None else ""
         with engine_errors("cannot create the container", spec.sample_id):
             host_config = lockdown.host_config(
                 self.api,
@@ -193,7 +201,7 @@ class DockerBackend(Backend[DockerSample]):
             )
             created = self.api.create_container(
                 spec.image,
-                name=f"ispm-{name_part(spec.run_id)}-{name_part(spec.sample_id)}-{secrets.token_hex(4)}",
+                name=f"ispm-{board}{name_part(spec.run_id)}-{name_part(spec.sample_id)}-{secrets.token_hex(4)}",
                 entrypoint=plan.entrypoint,
                 command=[],
                 user=plan.user,

@@ -15,6 +15,7 @@ from runner import log
 from runner.errors import SandboxError
 from runner.sandbox.backend import (
     LABEL_ATTEMPT,
+    LABEL_BOARD,
     LABEL_OWNER,
     LABEL_RUN,
     LABEL_SANDBOX,
@@ -60,17 +61,24 @@ def connect() -> Any:
 
 
 def sweep(
-    client: Any | None = None, run_id: str | None = None, *, attempt: str | None = None, orphans_only: bool = False
+    client: Any | None = None,
+    run_id: str | None = None,
+    *,
+    attempt: str | None = None,
+    board: str | None = None,
+    orphans_only: bool = False,
 ) -> SweepReport:
     """Remove every container, volume and network labelled ``ispm.sandbox`` (of ``run_id`` only, if given; of
-    the run attempt ``attempt`` only, by its ``ispm.attempt`` label, if given).
+    the run attempt ``attempt`` only, by its ``ispm.attempt`` label, if given; of the board ``board`` only, by its
+    ``ispm.board`` label, if given: boards sharing an engine never sweep each other's).
 
     An attempt's sweep spares every other attempt's resources, those of the same run included: a process that lost
     a run to another (a board worker's lease) ends its own sandboxes of it and leaves the new owner's running.
 
     With ``orphans_only`` it spares resources whose owner process is still running on this host: that is
     what every backend start does, so a runner killed with ``kill -9`` leaves nothing after the next start,
-    while a concurrent runner's samples are left alone. Per-owner scratch folders go the same way.
+    while a concurrent runner's samples are left alone. Dead owners' scratch folders go too, on a sweep of every
+    run of every board (a live owner's never: :func:`~runner.sandbox.backend.sweep_scratch`).
 
     Raises:
         SandboxError: the engine cannot be reached or listed. Failures to remove one resource are reported
@@ -81,6 +89,8 @@ def sweep(
     wanted = [f"{LABEL_SANDBOX}=1"] + ([f"{LABEL_RUN}={run_id}"] if run_id else [])
     if attempt is not None:
         wanted.append(f"{LABEL_ATTEMPT}={attempt}")
+    if board is not None:
+        wanted.append(f"{LABEL_BOARD}={board}")
     report = SweepReport()
 
     def spare(labels: dict[str, str] | None) -> bool:
@@ -109,8 +119,8 @@ def sweep(
                 pass
             except ENGINE_ERRORS as exc:
                 report.failures.append(f"{kind} {name(item)}: {exc}")
-    if run_id is None and attempt is None:
-        removed, failures = sweep_scratch(orphans_only=orphans_only)
+    if run_id is None and attempt is None and board is None:
+        removed, failures = sweep_scratch()
         report.directories += removed
         report.failures += failures
     if report.containers or report.volumes or report.networks or report.directories:
@@ -118,6 +128,7 @@ def sweep(
             "sandbox.swept",
             run=run_id,
             attempt=attempt,
+            board=board,
             containers=len(report.containers),
             volumes=len(report.volumes),
             networks=len(report.networks),
