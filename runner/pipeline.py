@@ -450,7 +450,9 @@ def _cluster(
         candidate_model=started.resolved_models.get(spec.candidate or ""),
     )
     address = ray_address or os.environ.get("RAY_ADDRESS")
-    cluster = RayRunner.connect(address, started.run_id, expected, candidate=spec.needed_model, attempt=attempt, board=board)
+    cluster = RayRunner.connect(
+        address, started.run_id, expected, candidate=spec.needed_model, attempt=attempt, board=board
+    )
     try:
         yield cluster
     finally:

@@ -26,7 +26,12 @@ class InProcessBackend(Backend[SampleHandle]):
         raise NotImplementedError("an in-process backend answers in run_sample")
 
     def sweep(
-        self, run_id: str | None = None, *, attempt: str | None = None, orphans_only: bool = False
+        self,
+        run_id: str | None = None,
+        *,
+        attempt: str | None = None,
+        board: str | None = None,
+        orphans_only: bool = False,
     ) -> SweepReport:
         return SweepReport()
 

@@ -39,7 +39,7 @@ from runner.run.calibration import calibration_spec
 from runner.run.journal import Journal, RunInterrupted, RunStarted, SampleFinished, SampleGraded, read_entries
 from runner.run.sample_runner import HostRunner, RanSample
 from runner.run.scheduler import RunPlan, StopRequest, execute
-from runner.sandbox.backend import LABEL_ATTEMPT, SampleSpec
+from runner.sandbox.backend import LABEL_ATTEMPT, LABEL_BOARD, SampleSpec
 from runner.sandbox.docker import DockerBackend
 from runner.tasks.load import load_tasks
 from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
@@ -64,11 +64,12 @@ def _wait(what: str, until: Any, timeout_s: float = 120.0) -> Any:
     return found
 
 
-def _running(run_id: str) -> list[str]:
+def _running(run_id: str) -> list[tuple[str, str | None]]:
+    """The run's running containers: each one's id and board label."""
     client = docker.from_env()
     try:
         found = client.api.containers(filters={"label": f"ispm.run={run_id}", "status": "running"})
-        return [c["Id"] for c in found]
+        return [(c["Id"], c["Labels"].get(LABEL_BOARD)) for c in found]
     finally:
         client.close()
 
@@ -104,6 +105,7 @@ def test_a_running_submission_cancelled_stops_its_run_and_leaves_nothing(
             worker.join(timeout=120)
         assert not worker.is_alive() and worked == [True]
     assert running  # the cancel came while samples ran
+    assert {board for _, board in running} == {"cancel-board"}  # the official run's sandboxes name their board
     with ctx.sessions() as session:
         row = session.get_one(Submission, sub_id)
     assert (row.state, row.reason, row.worker, row.lease_until, row.run_id) == (

@@ -138,9 +138,7 @@ def _board_containers(client: Any, run_id: str) -> dict[str, list[dict[str, Any]
 
 
 @pytest.mark.docker
-def test_one_boards_official_run_sweep_ends_its_own_sandboxes_and_spares_another_boards(
-    refs: Any, client: Any
-) -> None:
+def test_one_boards_official_run_sweep_ends_its_own_sandboxes_and_spares_another_boards(refs: Any, client: Any) -> None:
     run_id = f"test-boards-{RUN}"  # both boards' runs share the id: only the board label tells them apart
     boards = {name: f"{name} {RUN}" for name in ("north", "south")}
     backends = {name: DockerBackend(board=board) for name, board in boards.items()}
@@ -155,9 +153,9 @@ def test_one_boards_official_run_sweep_ends_its_own_sandboxes_and_spares_another
         for thread in threads.values():
             thread.start()
         deadline = time.monotonic() + 60
-        while {b for b, cs in _board_containers(client, run_id).items() if any(c["State"] == "running" for c in cs)} != set(
-            boards.values()
-        ):
+        while {
+            b for b, cs in _board_containers(client, run_id).items() if any(c["State"] == "running" for c in cs)
+        } != set(boards.values()):
             assert time.monotonic() < deadline, f"the sandboxes never ran: {_board_containers(client, run_id)}"
             time.sleep(0.2)
         south_before = _board_containers(client, run_id)[boards["south"]]

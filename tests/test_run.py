@@ -62,7 +62,12 @@ class FakeBackend(InProcessBackend):
         self._lock = threading.Lock()
 
     def sweep(
-        self, run_id: str | None = None, *, attempt: str | None = None, orphans_only: bool = False
+        self,
+        run_id: str | None = None,
+        *,
+        attempt: str | None = None,
+        board: str | None = None,
+        orphans_only: bool = False,
     ) -> SweepReport:
         self.swept.append(run_id)
         return SweepReport()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -31,6 +32,7 @@ from runner.gateway.server import Gateway
 from runner.paths import tasks_dir
 from runner.sandbox.backend import (
     LABEL_ATTEMPT,
+    LABEL_BOARD,
     LABEL_NODE,
     LABEL_OWNER,
     LABEL_RUN,
@@ -40,6 +42,7 @@ from runner.sandbox.backend import (
     gateway_link,
     owner_id,
     scratch_root,
+    sweep_scratch,
 )
 from runner.sandbox.collect import CollectLimits, OutputFile, files_from_dir, parse_queries, validate_answer
 from runner.sandbox.docker import DockerBackend, sweep
@@ -322,6 +325,35 @@ def test_sweep_removes_planted_leftovers_of_dead_owners_only(refs: dict[str, Ima
     finally:
         sweep(client, planted_run)
         client.close()
+
+
+def _start_ticks(pid: int) -> str:
+    # Field 22 of /proc/<pid>/stat, after the parenthesised command: how a scratch folder names its owner.
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+
+
+def test_a_sweep_of_every_run_spares_the_scratch_of_a_live_owner_and_removes_a_dead_ones() -> None:
+    owner = subprocess.Popen(["sleep", "60"])  # another runner, alive, with a sample's /task in its folder
+    live = scratch_root() / f"{owner.pid}-{_start_ticks(owner.pid)}"
+    dead = scratch_root() / f"{owner.pid}-1"  # the same pid with a start time it never had: a dead owner
+    try:
+        for folder in (live, dead):
+            (folder / "ispm-001.e1-x" / "task").mkdir(parents=True)
+            (folder / "ispm-001.e1-x" / "task" / "prompt.md").write_text("the task")
+        removed, failures = sweep_scratch()
+        assert (str(dead) in removed, str(live) in removed, failures) == (True, False, [])
+        assert (live / "ispm-001.e1-x" / "task" / "prompt.md").read_text() == "the task"
+        assert not dead.exists()
+    finally:
+        owner.kill()
+        owner.wait()
+        for folder in (live, dead):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_boards_sample_is_labelled_with_its_board(task: Task) -> None:
+    assert make_spec(task, "any").model_copy(update={"board": "north"}).labels()[LABEL_BOARD] == "north"
+    assert LABEL_BOARD not in make_spec(task, "any").labels()  # not a board's: no board label
 
 
 def test_a_cluster_sample_is_labelled_with_its_node(task: Task) -> None:
