@@ -2,16 +2,19 @@
 
 The cluster is started here from the wheel on loopback (``tests/loopback_cluster.py``: a head with no sandbox unit,
 one worker node with two), sharing the local Docker engine as nodes on one host would. The board's worker runs in this process: it smoke-tests the gold
-replay image on its own engine, then runs the shortened trial (two tasks, one epoch) on the cluster, audits,
-bundles and signs it; ``verify`` then passes on the published bundle.
+replay image on its own engine, then runs the shortened trial (two tasks, one epoch) on the cluster (the nodes'
+sandboxes labelled and named with the board), audits, bundles and signs it; ``verify`` then passes on the published
+bundle.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import docker
 import pytest
 from board_fixtures import add_submission, board_in_process, board_tag
 from docker_fixtures import containers_of
@@ -48,6 +51,7 @@ def test_a_board_on_the_ray_backend_runs_and_publishes_a_submission_on_the_clust
             trial={"tasks": TASKS, "epochs": 1, "calibration": "replay"},
         )  # fmt: skip
         sub_id = add_submission(ctx, board_tag(refs["agent-replay"].tag, "submission-ray"))
+        since = int(time.time()) - 1
         try:
             assert work_one(ctx, "ray-board/w0") is True
             with ctx.sessions() as session:
@@ -64,6 +68,19 @@ def test_a_board_on_the_ray_backend_runs_and_publishes_a_submission_on_the_clust
     # Every sample ran on the cluster's worker node (the head advertises no sandbox unit), none on this process.
     assert {s.node for s in record.samples} == {str(n.node_id) for n in cluster.worker_nodes}
     assert containers_of(record.run_id) == []
+    engine = docker.from_env()
+    try:
+        events = engine.events(
+            since=since, until=int(time.time()) + 1, decode=True,
+            filters={"type": "container", "event": "create", "label": f"ispm.run={record.run_id}"},
+        )  # fmt: skip
+        made = [e["Actor"]["Attributes"] for e in events]
+    finally:
+        engine.close()
+    # The nodes' sandboxes name the board that ran them, as this engine's do; the record does not.
+    assert len(made) == 2 and {m.get("ispm.board") for m in made} == {"ray-board"}
+    assert all(m["name"].startswith("ispm-ray-board-") for m in made)
+    assert "ray-board" not in record.model_dump_json()
     bundle = tmp_path / "data" / PUBLISHED_DIR / f"{record.run_id}.tar.gz"
     report = verify(bundle, tmp_path / "data" / "board.pub")
     assert report.problems == [] and report.audit is not None and report.audit.ok
