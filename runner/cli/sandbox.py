@@ -74,7 +74,8 @@ def sandbox_try(
 def sandbox_sweep(run_id: str | None, as_json: bool) -> None:
     """Remove every sandbox container, volume and network (label ispm.sandbox), and stale scratch folders.
 
-    Every runner start already removes what dead runners left; this removes everything, live runs included.
+    Every runner start already removes what dead runners left; this removes everything, live runs included, but
+    spares a live runner's scratch folders (its running samples' /task).
 
     Example: ispm sandbox sweep --run try
     """

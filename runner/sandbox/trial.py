@@ -99,7 +99,8 @@ def try_sample(
 
 
 def sweep_sandbox(run_id: str | None = None, *, orphans_only: bool = False) -> SweepReport:
-    """Remove leftover sandbox containers, volumes, networks and scratch folders (of one run, if given).
+    """Remove leftover sandbox containers, volumes and networks (of one run, if given), and dead owners' scratch
+    folders (a sweep of every run; a live owner's are always spared).
 
     Raises:
         SandboxError: the Docker engine cannot be reached or listed.
