@@ -1,0 +1,418 @@
+"""How a transcript is stored: one gzip-compressed JSON file per sample and part, each piece of content once.
+
+Agents resend their whole history on every turn, so a conversation of *n* turns sends O(n²) bytes. The store keeps
+it linear:
+
+- every distinct JSON value that fills a top-level field of a request (``model``, ``system``, ``tools``) and every
+  element of a top-level list (each message of ``messages``, each item of ``input``) is a *blob*, kept once per file
+  in ``blobs`` and referred to by its index;
+- a top-level list is stored as "the first ``keep`` items of the same field of call ``base``, then ``add``", so a
+  turn that appends two messages to the history costs two indexes, not the history again;
+- responses and error bodies are blobs too.
+
+A file is written whole, to a scratch name then renamed, once its sample's part is done (the candidate's when the
+sample ends, the judges' when it is graded): a run killed mid-sample leaves no half file under the real name, and a
+rerun of the sample replaces the file rather than adding to it.
+
+**Cap.** Each part keeps at most ``limit_bytes`` of distinct content (its blobs as compact JSON). A call that would
+pass it keeps its figures (timings, status, outcome, usage) but not its content, and one :class:`CapReachedEvent`
+counts the calls and bytes left out. The sample does not fail.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runner.errors import IspmError
+from runner.trace.model import (
+    TRANSCRIPT_VERSION,
+    AssembledResponse,
+    Body,
+    BodyEncoding,
+    Caller,
+    CapReachedEvent,
+    ModelCallEvent,
+    SampleKey,
+    TranscriptEvent,
+    TranscriptRef,
+)
+
+TRANSCRIPTS_DIR = "transcripts"
+"""The folder beside the journal that holds a run's transcripts."""
+DEFAULT_LIMIT_BYTES = 32 * 1024 * 1024
+"""Distinct content kept per sample and part: well above a long Claude Code session (docs/trace.md)."""
+MAX_FILE_BYTES = 256 * 1024 * 1024
+"""A stored file larger than this, or one that inflates past it, is refused by the reader (a tampered file)."""
+
+Part = Literal["candidate", "judges"]
+"""A sample's transcript is stored in two parts: the agent's calls (when it ends) and the judges' (when graded)."""
+
+
+class TranscriptError(IspmError):
+    """A transcript is missing, damaged, or not what the journal says it is."""
+
+
+class _Stored(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True, extra="forbid")
+
+
+class StoredList(_Stored):
+    """A top-level list field of a request: a prefix of the same field of an earlier call, then new items."""
+
+    base: int | None = None
+    """The ``seq`` of the earlier call (same caller) whose list this one starts with; ``None`` for none."""
+    keep: int = 0
+    """How many items of that list come first."""
+    add: list[int] = Field(default_factory=list)
+    """Blob indexes of the items that follow."""
+
+
+class StoredBody(_Stored):
+    """A :class:`~runner.trace.model.Body` with its content moved to blobs."""
+
+    encoding: BodyEncoding
+    """As :attr:`Body.encoding`."""
+    size: int
+    """As :attr:`Body.size`."""
+    note: str | None = None
+    """As :attr:`Body.note`."""
+    value: int | None = None
+    """The blob of the whole content, when it is not a JSON object (text, binary, a JSON array or scalar)."""
+    fields: dict[str, int | StoredList] | None = None
+    """A JSON object's fields in order: a blob for a value, a :class:`StoredList` for a list."""
+
+
+class StoredCall(_Stored):
+    """A :class:`ModelCallEvent` with its request, response and error body moved to blobs."""
+
+    kind: Literal["model_call"] = "model_call"
+    meta: dict[str, Any]
+    """Every other field of the event, validated by :class:`ModelCallEvent` when read."""
+    request: StoredBody
+    """The request."""
+    response: int | None = None
+    """The blob of the assembled response (a JSON object), if any."""
+    error_body: StoredBody | None = None
+    """The error reply, if any."""
+
+
+class StoredFile(_Stored):
+    """One stored part of one sample's transcript."""
+
+    format: Literal["ispm.transcript"] = "ispm.transcript"
+    """Names the file's kind."""
+    version: int = TRANSCRIPT_VERSION
+    """The transcript format's version."""
+    run_id: str | None
+    """The run."""
+    sample: SampleKey
+    """The sample."""
+    part: Part
+    """Which part."""
+    blobs: list[Any] = Field(default_factory=list)
+    """Every distinct piece of content, once."""
+    events: list[StoredCall | CapReachedEvent] = Field(default_factory=list)
+    """The events, calls in arrival order and the cap event (if any) last."""
+
+
+def file_name(key: SampleKey, part: Part) -> str:
+    """The file's path relative to the run folder: ``transcripts/<task>.e<epoch>.<part>.json.gz``."""
+    if not key.task_id or any(c in key.task_id for c in "/\\\0") or key.task_id.startswith("."):
+        raise TranscriptError(f"a task id unfit for a file name: {key.task_id!r}")
+    return f"{TRANSCRIPTS_DIR}/{key.label()}.{part}.json.gz"
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class TranscriptBuilder:
+    """Collects one part of one sample's transcript in memory, content stored once; not thread-safe."""
+
+    def __init__(self, run_id: str | None, key: SampleKey, part: Part, limit_bytes: int = DEFAULT_LIMIT_BYTES):
+        """An empty part of ``key``'s transcript, keeping at most ``limit_bytes`` of distinct content."""
+        self.run_id, self.key, self.part, self.limit_bytes = run_id, key, part, limit_bytes
+        self._blobs: list[Any] = []
+        self._index: dict[bytes, int] = {}
+        self._kept = 0
+        self._lists: dict[tuple[int, str], list[int]] = {}  # (seq, field) -> that call's item blobs
+        self._last_seq: dict[str, int] = {}  # field -> the seq of the last call that had it
+        self._events: list[StoredCall] = []
+        self._cap: CapReachedEvent | None = None
+
+    @property
+    def calls(self) -> int:
+        """Calls added so far."""
+        return len(self._events)
+
+    @property
+    def kept_bytes(self) -> int:
+        """Bytes of distinct content kept so far."""
+        return self._kept
+
+    def add(self, event: ModelCallEvent) -> None:
+        """Add one call; past the cap its content is counted and left out."""
+        staged: dict[bytes, tuple[Any, int]] = {}
+        staged_request = self._store_body(event.request, event.seq, staged)
+        response = None if event.response is None else self._blob(event.response.model_dump(mode="json"), staged)
+        error_body = None if event.error_body is None else self._store_body(event.error_body, None, staged)
+        new_bytes = sum(size for _, size in staged.values())
+        if self._cap is not None or self._kept + new_bytes > self.limit_bytes:
+            self._omit(event, new_bytes)
+            return
+        for digest, (value, size) in staged.items():
+            self._index[digest] = len(self._blobs)
+            self._blobs.append(value)
+            self._kept += size
+        request = self._resolve_staged(staged_request)
+        meta = event.model_dump(mode="json", exclude={"kind", "request", "response", "error_body"})
+        self._events.append(
+            StoredCall(
+                meta=meta,
+                request=request,
+                response=None if response is None else self._index_of(response),
+                error_body=None if error_body is None else self._resolve_staged(error_body),
+            )
+        )
+        self._commit_lists(event.seq, request)
+
+    def _omit(self, event: ModelCallEvent, new_bytes: int) -> None:
+        if self._cap is None:
+            self._cap = CapReachedEvent(
+                caller=event.caller, limit_bytes=self.limit_bytes, calls_omitted=0, bytes_omitted=0
+            )
+        self._cap = self._cap.model_copy(
+            update={
+                "calls_omitted": self._cap.calls_omitted + 1,
+                "bytes_omitted": self._cap.bytes_omitted + new_bytes,
+            }
+        )
+        figures = None
+        if event.response is not None:
+            figures = AssembledResponse(
+                api=event.response.api,
+                id=event.response.id,
+                model=event.response.model,
+                stop_reason=event.response.stop_reason,
+                usage=event.response.usage,
+                complete=event.response.complete,
+                stream_events=event.response.stream_events,
+            )
+        meta = event.model_dump(mode="json", exclude={"kind", "request", "response", "error_body"})
+        meta["content_omitted"] = True
+        omitted = StoredBody(encoding="omitted", size=event.request.size, note="over the capture cap")
+        blob = None
+        if figures is not None:  # a few hundred bytes of figures: kept even past the cap
+            blob = self._commit_blob(figures.model_dump(mode="json"))
+        self._events.append(StoredCall(meta=meta, request=omitted, response=blob))
+
+    # -- blobs -------------------------------------------------------------------------------------------------
+
+    def _blob(self, value: Any, staged: dict[bytes, tuple[Any, int]]) -> bytes:
+        """The digest of ``value``, staged as a new blob unless it is already kept."""
+        raw = _canonical(value)
+        digest = hashlib.sha256(raw).digest()
+        if digest not in self._index and digest not in staged:
+            staged[digest] = (value, len(raw))
+        return digest
+
+    def _index_of(self, digest: bytes) -> int:
+        return self._index[digest]
+
+    def _commit_blob(self, value: Any) -> int:
+        staged: dict[bytes, tuple[Any, int]] = {}
+        digest = self._blob(value, staged)
+        for d, (v, _size) in staged.items():
+            self._index[d] = len(self._blobs)
+            self._blobs.append(v)
+        return self._index[digest]
+
+    def _store_body(self, body: Body, seq: int | None, staged: dict[bytes, tuple[Any, int]]) -> _StagedBody:
+        if body.encoding == "omitted":
+            return _StagedBody(body, None, None)
+        if body.encoding != "json" or not isinstance(body.content, dict):
+            return _StagedBody(body, self._blob(body.content, staged), None)
+        fields: dict[str, bytes | list[bytes]] = {}
+        for name, value in body.content.items():
+            if isinstance(value, list):
+                fields[name] = [self._blob(item, staged) for item in value]
+            else:
+                fields[name] = self._blob(value, staged)
+        return _StagedBody(body, None, fields)
+
+    def _resolve_staged(self, staged: _StagedBody) -> StoredBody:
+        body = staged.body
+        if staged.fields is None:
+            value = None if staged.value is None else self._index_of(staged.value)
+            return StoredBody(encoding=body.encoding, size=body.size, note=body.note, value=value)
+        fields: dict[str, int | StoredList] = {}
+        for name, ref in staged.fields.items():
+            if isinstance(ref, list):
+                fields[name] = self._as_list(name, [self._index_of(d) for d in ref])
+            else:
+                fields[name] = self._index_of(ref)
+        return StoredBody(encoding=body.encoding, size=body.size, note=body.note, fields=fields)
+
+    def _as_list(self, name: str, items: list[int]) -> StoredList:
+        base = self._last_seq.get(name)
+        if base is None:
+            return StoredList(add=items)
+        previous = self._lists[(base, name)]
+        keep = 0
+        for mine, theirs in zip(items, previous, strict=False):
+            if mine != theirs:
+                break
+            keep += 1
+        if keep == 0:
+            return StoredList(add=items)
+        return StoredList(base=base, keep=keep, add=items[keep:])
+
+    def _commit_lists(self, seq: int, request: StoredBody) -> None:
+        for name, stored in (request.fields or {}).items():
+            if isinstance(stored, StoredList):
+                self._lists[(seq, name)] = _expand(self._lists, name, stored)
+                self._last_seq[name] = seq
+
+    # -- output ------------------------------------------------------------------------------------------------
+
+    def stored(self) -> StoredFile:
+        """The part as it will be written."""
+        events: list[StoredCall | CapReachedEvent] = [*sorted(self._events, key=lambda e: int(e.meta["seq"]))]
+        if self._cap is not None:
+            events.append(self._cap)
+        return StoredFile(run_id=self.run_id, sample=self.key, part=self.part, blobs=self._blobs, events=events)
+
+    def encode(self) -> bytes:
+        """The file's bytes: the part as compact JSON, gzip-compressed with a fixed header (same input, same bytes)."""
+        raw = self.stored().model_dump_json().encode()
+        return gzip.compress(raw, compresslevel=6, mtime=0)
+
+    def write(self, run_dir: Path) -> TranscriptRef:
+        """Write the part under ``run_dir`` (scratch file, fsync, rename) and return what to journal.
+
+        Raises:
+            TranscriptError: the file cannot be written.
+        """
+        data = self.encode()
+        name = file_name(self.key, self.part)
+        target = run_dir / name
+        scratch = target.with_name(target.name + ".tmp")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with scratch.open("wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(scratch, target)
+        except OSError as exc:
+            raise TranscriptError(f"cannot write the transcript {target}: {exc}") from exc
+        return TranscriptRef(
+            path=name,
+            sha256=hashlib.sha256(data).hexdigest(),
+            bytes=len(data),
+            calls=len(self._events),
+            capped=self._cap is not None,
+        )
+
+
+class _StagedBody:
+    """A body whose blobs are staged (by digest), not yet kept."""
+
+    def __init__(self, body: Body, value: bytes | None, fields: dict[str, bytes | list[bytes]] | None) -> None:
+        self.body, self.value, self.fields = body, value, fields
+
+
+def _expand(lists: dict[tuple[int, str], list[int]], name: str, stored: StoredList) -> list[int]:
+    head = [] if stored.base is None else lists[(stored.base, name)][: stored.keep]
+    return head + stored.add
+
+
+# -- reading ---------------------------------------------------------------------------------------------------
+
+
+def read_stored(data: bytes, where: str) -> StoredFile:
+    """Parse a stored part's bytes.
+
+    Raises:
+        TranscriptError: not gzip, inflating past :data:`MAX_FILE_BYTES`, not JSON, or not a transcript.
+    """
+    if len(data) > MAX_FILE_BYTES:
+        raise TranscriptError(f"{where}: {len(data)} bytes, over the {MAX_FILE_BYTES}-byte limit")
+    try:
+        decompressor = gzip.GzipFile(fileobj=io.BytesIO(data))
+        raw = decompressor.read(MAX_FILE_BYTES + 1)
+    except (OSError, EOFError) as exc:
+        raise TranscriptError(f"{where}: not a gzip file: {exc}") from exc
+    if len(raw) > MAX_FILE_BYTES:
+        raise TranscriptError(f"{where}: inflates past the {MAX_FILE_BYTES}-byte limit")
+    try:
+        return StoredFile.model_validate_json(raw)
+    except ValidationError as exc:
+        raise TranscriptError(f"{where}: not a transcript: {exc.errors()[0]['msg']}") from exc
+
+
+def resolve(stored: StoredFile, where: str) -> list[TranscriptEvent]:
+    """The part's events with every reference replaced by its content.
+
+    Raises:
+        TranscriptError: a reference points nowhere.
+    """
+    lists: dict[tuple[int, str], list[int]] = {}
+    events: list[TranscriptEvent] = []
+    blobs = stored.blobs
+
+    def blob(index: int) -> Any:
+        if not 0 <= index < len(blobs):
+            raise TranscriptError(f"{where}: a reference to blob {index} of {len(blobs)}")
+        return blobs[index]
+
+    def body(sb: StoredBody, seq: int | None) -> Body:
+        if sb.fields is None:
+            whole = None if sb.value is None else blob(sb.value)
+            return Body(encoding=sb.encoding, content=whole, size=sb.size, note=sb.note)
+        content: dict[str, Any] = {}
+        for name, ref in sb.fields.items():
+            if isinstance(ref, StoredList):
+                if ref.base is not None and (ref.base, name) not in lists:
+                    raise TranscriptError(f"{where}: call {seq} extends the {name!r} of call {ref.base}, not stored")
+                items = _expand(lists, name, ref)
+                if seq is not None:
+                    lists[(seq, name)] = items
+                content[name] = [blob(i) for i in items]
+            else:
+                content[name] = blob(ref)
+        return Body(encoding=sb.encoding, content=content, size=sb.size, note=sb.note)
+
+    try:
+        for e in stored.events:
+            if isinstance(e, CapReachedEvent):
+                events.append(e)
+                continue
+            seq = int(e.meta.get("seq", -1))
+            fields: dict[str, Any] = dict(e.meta)
+            fields["request"] = body(e.request, seq)
+            fields["response"] = None if e.response is None else blob(e.response)
+            fields["error_body"] = None if e.error_body is None else body(e.error_body, None)
+            events.append(ModelCallEvent.model_validate(fields))
+    except ValidationError as exc:
+        raise TranscriptError(f"{where}: a damaged call: {exc.errors()[0]['msg']}") from exc
+    return events
+
+
+def encode_binary(raw: bytes) -> str:
+    """Bytes kept in a ``binary`` body: base64."""
+    return base64.b64encode(raw).decode()
+
+
+def caller_order(caller: Caller) -> int:
+    """Sort key of callers in a transcript: the candidate, then judge A, then judge B."""
+    return ("candidate", "judge_a", "judge_b").index(caller)
