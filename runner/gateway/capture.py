@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+import pydantic_core
+
 from runner import log
 from runner.gateway.protocols.tokens import TokenUsage
 from runner.gateway.providers import PROVIDERS
@@ -65,11 +67,14 @@ def redact_json(value: Any, secrets: tuple[str, ...]) -> Any:
     """``value`` (parsed JSON) with every secret replaced in every string, keys included.
 
     Through the JSON text, not a walk: a secret the sender escaped (``\\u0073k-...``) is plain once parsed, and
-    ``ensure_ascii=False`` writes it plain again, so the replacement finds it; nesting costs no recursion here.
+    the encoder writes it plain again (UTF-8, no escapes but quotes and control characters), so the replacement
+    finds it; nesting costs no recursion here. The text is pydantic-core's encoder's, several times json's speed.
     """
-    text = json.dumps(value, ensure_ascii=False)
-    redacted = redact_text(text, secrets)
-    return value if redacted is text else json.loads(redacted)
+    raw = pydantic_core.to_json(value)
+    if not any(secret.encode() in raw for secret in secrets):
+        return value
+    text = redact_text(raw.decode(), secrets)
+    return pydantic_core.from_json(text)
 
 
 def redact_headers(headers: Iterable[tuple[bytes, bytes]], secrets: tuple[str, ...]) -> dict[str, str]:
@@ -149,7 +154,10 @@ def to_event(call: CallCapture, secrets: tuple[str, ...]) -> ModelCallEvent:
     elif call.reply_body is not None:
         response = assemble_body(provider_api, call.reply_body)
     if response is not None:
-        response = AssembledResponse.model_validate(redact_json(response.model_dump(mode="json"), secrets))
+        dumped = response.model_dump(mode="json")
+        redacted = redact_json(dumped, secrets)
+        if redacted is not dumped:  # a secret in what the model wrote (rare): rebuilt from the redacted text
+            response = AssembledResponse.model_validate(redacted)
         if call.usage is not None and response.usage is None and call.usage != TokenUsage():
             response = response.model_copy(update={"usage": ResponseUsage(**call.usage.model_dump())})
         if response.model is None and call.returned_model:
