@@ -17,7 +17,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -137,9 +137,15 @@ class CallCapture:
     extra_secrets: tuple[str, ...] = field(default_factory=tuple)
 
 
+def call_secrets(call: CallCapture, secrets: tuple[str, ...]) -> tuple[str, ...]:
+    """``secrets`` and the call's own (its token, its judge's key), longest first."""
+    return tuple(sorted({*secrets, *call.extra_secrets, *((call.token,) if call.token else ())}, key=len))[::-1]
+
+
 def to_event(call: CallCapture, secrets: tuple[str, ...]) -> ModelCallEvent:
-    """The stored event of ``call``: redacted, the reply assembled."""
-    secrets = tuple(sorted({*secrets, *call.extra_secrets, *((call.token,) if call.token else ())}, key=len))[::-1]
+    """The event of ``call``, the reply assembled and everything redacted but a JSON object request's content, which
+    the builder redacts piece by piece as it keeps it (``redact_json`` with :func:`call_secrets`)."""
+    secrets = call_secrets(call, secrets)
     response: AssembledResponse | None = None
     provider_api = call.provider_api or call.api
     if call.events is not None:
@@ -184,7 +190,11 @@ def to_event(call: CallCapture, secrets: tuple[str, ...]) -> ModelCallEvent:
         latency_s=round(call.latency_s, 6),
         ttft_s=call.ttft_s,
         request_headers=redact_headers(call.headers, secrets),
-        request=body_of(call.request, call.request_raw, call.request_size, secrets, call.request_note),
+        request=(
+            Body(encoding="json", content=call.request, size=call.request_size, note=call.request_note)
+            if isinstance(call.request, dict)
+            else body_of(call.request, call.request_raw, call.request_size, secrets, call.request_note)
+        ),
         response=response,
         status=call.status,
         outcome=call.outcome,
@@ -192,6 +202,12 @@ def to_event(call: CallCapture, secrets: tuple[str, ...]) -> ModelCallEvent:
         error_body=error_body,
         cut=cut,
     )
+
+
+def redactor(call: CallCapture, secrets: tuple[str, ...]) -> Callable[[Any], Any]:
+    """What the builder redacts a request's pieces with: ``redact_json`` over :func:`call_secrets`."""
+    mine = call_secrets(call, secrets)
+    return lambda value: redact_json(value, mine)
 
 
 def _unrecorded(call: CallCapture, exc: BaseException) -> ModelCallEvent:
@@ -293,7 +309,7 @@ class Capture:
             try:
                 with sample.lock:  # not the capture's lock: the event loop must never wait on an add
                     if not sample.taken:
-                        sample.builder.add(event)
+                        sample.builder.add(event, redactor(call, self.secrets))
             except Exception:
                 _log.exception("capture_failed", sample=call.sample_id, seq=call.seq)
             finally:
@@ -332,7 +348,7 @@ class JudgeCapture:
             event = _unrecorded(call, exc)
         with self._lock:
             builder = self._parts.setdefault((task_id, epoch), TranscriptBuilder("judges", self.limit_bytes))
-            builder.add(event)
+            builder.add(event, redactor(call, self.secrets))
 
     def take(self, task_id: str, epoch: int) -> TranscriptBuilder | None:
         """The sample's judges' part, removed; ``None`` when no judge call was recorded for it."""
