@@ -46,6 +46,8 @@ _log = log.get(__name__)
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"})
 """Headers whose whole value is a credential: stored as ``[REDACTED]`` whatever they hold."""
 _MIN_SECRET = 8  # a shorter "key" would redact ordinary words
+MAX_UNTAKEN = 64
+"""Transcripts a capture holds for samples not yet taken (a run has a handful running at once)."""
 
 
 def host_secrets(extra: Iterable[str] = ()) -> tuple[str, ...]:
@@ -252,9 +254,18 @@ class Capture:
         self._thread.start()
 
     def open(self, sample_id: str) -> None:
-        """Start a fresh transcript for ``sample_id`` (a sample run again starts over)."""
+        """Start a fresh transcript for ``sample_id`` (a sample run again starts over).
+
+        At most :data:`MAX_UNTAKEN` transcripts wait to be taken; past that the oldest is dropped, so a gateway whose
+        owner never takes them (a cluster node's, whose samples' transcripts do not travel back yet) stays bounded.
+        """
         with self._lock:
+            self._samples.pop(sample_id, None)
             self._samples[sample_id] = _Sample(self.limit_bytes)
+            while len(self._samples) > MAX_UNTAKEN:
+                dropped = next(iter(self._samples))
+                self._samples.pop(dropped).taken = True
+                _log.warning("capture_dropped", sample=dropped, reason="never taken")
 
     def next_seq(self, sample_id: str) -> int | None:
         """The next call number of ``sample_id`` (arrival order), or ``None`` when it is not captured."""
