@@ -395,3 +395,19 @@ def test_a_judges_failed_call_is_kept_under_its_slot_with_the_status_and_no_key(
     assert (call.outcome, call.status, call.response) == ("provider_error", 503, None)
     assert "503" in (call.error or "") and REDACTED in (call.error or "")
     assert "# Rubrics" in call.request.content["messages"][0]["content"]
+
+
+def test_a_request_nested_deeper_than_the_store_encodes_is_kept_as_its_text(
+    gpt: tuple[Gateway, str], fake: FakeProvider
+) -> None:
+    gateway, url = gpt
+    token = gateway.issue_token(SAMPLE)
+    deep = "[" * 300 + "]" * 300
+    raw = '{"model": "m", "messages": [{"role": "user", "content": "hi", "extra": ' + deep + "}]}"
+    headers = {"authorization": f"Bearer {token}", "content-type": "application/json"}
+    assert httpx.post(f"{url}/v1/chat/completions", content=raw, headers=headers, timeout=5).status_code == 200
+
+    [call] = calls_of(gateway)
+    assert (call.outcome, call.request.encoding) == ("ok", "text")
+    assert call.request.note == "nested too deeply for the store: kept as its JSON text"
+    assert json.loads(call.request.content) == json.loads(raw)
