@@ -19,11 +19,11 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from runner.errors import IspmError
-from runner.run.journal import JOURNAL_NAME, SampleFinished, SampleGraded, read_entries
+from runner.run.journal import JOURNAL_NAME, Entry, RunStarted, SampleFinished, SampleGraded, read_entries
 from runner.trace.model import SampleKey, Transcript, TranscriptEvent, TranscriptRef
 from runner.trace.storage import MAX_FILE_BYTES, TranscriptError, read_stored, resolve
 
-__all__ = ["SampleTranscripts", "TranscriptError", "list_transcripts", "load_transcript", "read_part"]
+__all__ = ["SampleTranscripts", "TranscriptError", "list_transcripts", "load_transcript", "read_part", "transcripts_in"]
 
 
 class SampleTranscripts(BaseModel):
@@ -49,10 +49,18 @@ def list_transcripts(run_dir: Path) -> list[SampleTranscripts]:
     Raises:
         TranscriptError: the journal is missing or damaged.
     """
+    return transcripts_in(_entries(run_dir))
+
+
+def _entries(run_dir: Path) -> list[Entry]:
     try:
-        entries = read_entries(run_dir / JOURNAL_NAME)
+        return read_entries(run_dir / JOURNAL_NAME)
     except IspmError as exc:
         raise TranscriptError(str(exc)) from exc
+
+
+def transcripts_in(entries: list[Entry]) -> list[SampleTranscripts]:
+    """:func:`list_transcripts` over journal entries already read (a reader of many samples reads the journal once)."""
     candidate: dict[SampleKey, TranscriptRef | None] = {}
     judges: dict[SampleKey, TranscriptRef | None] = {}
     order: list[SampleKey] = []
@@ -103,16 +111,9 @@ def load_transcript(run_dir: Path, sample: SampleKey) -> Transcript:
     Raises:
         TranscriptError: the journal names no transcript for the sample, or a part is missing, changed or damaged.
     """
-    run_id = None
-    try:
-        entries = read_entries(run_dir / JOURNAL_NAME)
-    except IspmError as exc:
-        raise TranscriptError(str(exc)) from exc
-    for e in entries:
-        if e.kind == "run_started":
-            run_id = e.run_id
-            break
-    found = next((s for s in list_transcripts(run_dir) if s.sample == sample), None)
+    entries = _entries(run_dir)
+    run_id = next((e.run_id for e in entries if isinstance(e, RunStarted)), None)
+    found = next((s for s in transcripts_in(entries) if s.sample == sample), None)
     if found is None:
         raise TranscriptError(f"sample {sample.label()}: the journal names no transcript for it")
     events: list[TranscriptEvent] = []
