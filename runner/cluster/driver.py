@@ -429,7 +429,7 @@ class RayRunner:
                 node = str(self._next(attempt, None))
                 result = self._next(attempt, spec.time_limit_s + GRACE_S)
                 assert isinstance(result, NodeResult)
-                return RanSample(result.output, result.usage, result.node, tuple(lost))
+                return RanSample(result.output, result.usage, result.node, tuple(lost), result.transcript)
             except ray.exceptions.TaskUnschedulableError as exc:
                 # Ray fails at once a task whose selector names only dead nodes: burning the sample's attempts on it
                 # would journal a sandbox_error for a sample that never ran.

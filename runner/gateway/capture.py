@@ -274,7 +274,7 @@ class Capture:
         """Start a fresh transcript for ``sample_id`` (a sample run again starts over).
 
         At most :data:`MAX_UNTAKEN` transcripts wait to be taken; past that the oldest is dropped, so a gateway whose
-        owner never takes them (a cluster node's, whose samples' transcripts do not travel back yet) stays bounded.
+        owner never takes them stays bounded.
         """
         with self._lock:
             self._samples.pop(sample_id, None)

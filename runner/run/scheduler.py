@@ -68,7 +68,7 @@ from runner.tasks.model import Task
 from runner.tasks.truth import TaskTruth
 from runner.tasks.view import agent_files
 from runner.trace.model import Caller, SampleKey, TranscriptRef
-from runner.trace.storage import TranscriptBuilder, TranscriptError
+from runner.trace.storage import EncodedPart, TranscriptBuilder, TranscriptError, write_part
 
 if TYPE_CHECKING:
     from runner.gateway.server import Gateway, SampleUsage
@@ -141,8 +141,9 @@ class RanSample(NamedTuple):
     """The cluster node the kept attempt ran on; ``None`` on one machine."""
     attempts: tuple[SampleAttempt, ...] = ()
     """Attempts lost before the kept one."""
-    transcript: TranscriptBuilder | None = None
-    """The agent's model calls as the gateway captured them; ``None`` without a gateway here (docs/trace.md)."""
+    transcript: TranscriptBuilder | EncodedPart | None = None
+    """The agent's model calls as the gateway captured them, here or encoded on a cluster node; ``None`` without a
+    gateway (docs/trace.md)."""
 
 
 class SampleRunner(Protocol):
@@ -287,12 +288,15 @@ class _Worker:
             self.stop.set()
         return output.status
 
-    def _keep(self, part: TranscriptBuilder | None, task_id: str, epoch: int) -> TranscriptRef | None:
+    def _keep(self, part: TranscriptBuilder | EncodedPart | None, task_id: str, epoch: int) -> TranscriptRef | None:
         """Write a transcript part beside the journal; a part that cannot be written is logged, never fatal."""
         if part is None:
             return None
+        key, run_dir = SampleKey(task_id=task_id, epoch=epoch), self.p.journal.path.parent
         try:
-            return part.write(self.p.journal.path.parent, self.p.run_id, SampleKey(task_id=task_id, epoch=epoch))
+            if isinstance(part, EncodedPart):  # the candidate's, from a cluster node
+                return write_part(run_dir, key, "candidate", part)
+            return part.write(run_dir, self.p.run_id, key)
         except TranscriptError as exc:
             _log.error("run.transcript_not_written", run=self.p.run_id, sample=f"{task_id}.e{epoch}", error=str(exc))
             return None

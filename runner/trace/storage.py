@@ -108,6 +108,17 @@ class StoredCall(_Stored):
     """The error reply, if any."""
 
 
+class EncodedPart(_Stored):
+    """A part already encoded where it was captured (a cluster node's gateway), to be written beside the journal."""
+
+    data: bytes
+    """The file's bytes, as :meth:`TranscriptBuilder.encode` gives them."""
+    calls: int
+    """Model calls it holds."""
+    capped: bool
+    """Whether the capture cap was reached."""
+
+
 class StoredFile(_Stored):
     """One stored part of one sample's transcript."""
 
@@ -362,35 +373,52 @@ class TranscriptBuilder:
         raw = self.stored(run_id, key).model_dump_json().encode()
         return gzip.compress(raw, compresslevel=6, mtime=0)
 
-    def write(self, run_dir: Path, run_id: str | None, key: SampleKey) -> TranscriptRef:
-        """Write the part of sample ``key`` under ``run_dir`` (scratch file, fsync, rename); return what to journal.
+    def encoded(self, run_id: str | None, key: SampleKey) -> EncodedPart:
+        """The part of sample ``key`` encoded, with its counts, to write here or to ship from a cluster node.
 
         Raises:
-            TranscriptError: the file cannot be written.
+            TranscriptError: it cannot be encoded.
         """
         try:
             data = self.encode(run_id, key)
         except (ValueError, RecursionError) as exc:  # nothing kept should fail to encode; if it does, say so
             raise TranscriptError(f"cannot encode the transcript of {key.label()}: {exc}") from exc
-        name = file_name(key, self.part)
-        target = run_dir / name
-        scratch = target.with_name(target.name + ".tmp")
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with scratch.open("wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(scratch, target)
-        except OSError as exc:
-            raise TranscriptError(f"cannot write the transcript {target}: {exc}") from exc
-        return TranscriptRef(
-            path=name,
-            sha256=hashlib.sha256(data).hexdigest(),
-            bytes=len(data),
-            calls=len(self._events),
-            capped=self._cap is not None,
-        )
+        return EncodedPart(data=data, calls=len(self._events), capped=self._cap is not None)
+
+    def write(self, run_dir: Path, run_id: str | None, key: SampleKey) -> TranscriptRef:
+        """Write the part of sample ``key`` under ``run_dir`` (scratch file, fsync, rename); return what to journal.
+
+        Raises:
+            TranscriptError: it cannot be encoded or written.
+        """
+        return write_part(run_dir, key, self.part, self.encoded(run_id, key))
+
+
+def write_part(run_dir: Path, key: SampleKey, part: Part, encoded: EncodedPart) -> TranscriptRef:
+    """Write an encoded part of sample ``key`` under ``run_dir`` (scratch file, fsync, rename); what to journal.
+
+    Raises:
+        TranscriptError: the file cannot be written.
+    """
+    name = file_name(key, part)
+    target = run_dir / name
+    scratch = target.with_name(target.name + ".tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with scratch.open("wb") as f:
+            f.write(encoded.data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(scratch, target)
+    except OSError as exc:
+        raise TranscriptError(f"cannot write the transcript {target}: {exc}") from exc
+    return TranscriptRef(
+        path=name,
+        sha256=hashlib.sha256(encoded.data).hexdigest(),
+        bytes=len(encoded.data),
+        calls=encoded.calls,
+        capped=encoded.capped,
+    )
 
 
 class _StagedBody:
