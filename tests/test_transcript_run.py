@@ -156,7 +156,8 @@ def test_kill_9_then_resume_leaves_every_graded_sample_one_whole_transcript(
     script = (
         "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
         "from transcript_runs import SdkAgentBackend, sdk_spec; from runner.pipeline import start_run; "
-        "start_run(sdk_spec(sys.argv[3:]), Path(sys.argv[2]), backend=SdkAgentBackend(delay_s=0.2), images={})"
+        "start_run(sdk_spec(sys.argv[3:], ('ref#1', 'ref#2')), Path(sys.argv[2]), "
+        "backend=SdkAgentBackend(delay_s=0.2), images={})"
     )
     child = subprocess.Popen(
         [sys.executable, "-c", script, str(TESTS), str(run_dir), *tasks],
@@ -186,4 +187,4 @@ def test_kill_9_then_resume_leaves_every_graded_sample_one_whole_transcript(
     parts = [e.transcript for e in finished] + [e.transcript for e in graded]
     named = {part.path for part in parts if part is not None}
     kept = {f"{TRANSCRIPTS_DIR}/{p.name}" for p in (run_dir / TRANSCRIPTS_DIR).iterdir() if p.suffix != ".tmp"}
-    assert kept == named and len(named) == 2 * len(tasks)
+    assert kept == named and len(named) == len(tasks)  # the offline judges call no model: no judges' part

@@ -94,12 +94,12 @@ def agent_responder(state: JudgeState) -> Callable[[Seen], Scripted | None]:
     return respond
 
 
-def sdk_spec(tasks: list[str]) -> RunSpec:
-    """An Anthropic candidate, two OpenAI judges, the in-process backend's ``local`` name; not official."""
+def sdk_spec(tasks: list[str], judges: tuple[str, str] = ("openai/judge-a", "openai/judge-b")) -> RunSpec:
+    """An Anthropic candidate, two OpenAI judges (or ``judges``), the in-process backend's ``local`` name."""
     return RunSpec(
         agent_image="example/anthropic-sdk-agent:1",
         candidate="anthropic/claude-scripted-1",
-        judges=("openai/judge-a", "openai/judge-b"),
+        judges=judges,
         epochs=1,
         concurrency=1,
         tasks=tasks,
