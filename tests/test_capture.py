@@ -7,8 +7,10 @@ the run does, and reads it back through the store.
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
+import random
 import socket
 import time
 from collections.abc import Iterator
@@ -41,6 +43,7 @@ ANTHROPIC_KEY = "sk-ant-capture-5c4b3a29180f"
 SETTINGS = ClientSettings(read_timeout=2.0, max_attempts=1)
 KEY = SampleKey(task_id="ispm-001", epoch=1)
 SAMPLE = "ispm-001.e1"
+SSE = {"content-type": "text/event-stream"}
 
 
 @pytest.fixture
@@ -411,3 +414,45 @@ def test_a_request_nested_deeper_than_the_store_encodes_is_kept_as_its_text(
     assert (call.outcome, call.request.encoding) == ("ok", "text")
     assert call.request.note == "nested too deeply for the store: kept as its JSON text"
     assert json.loads(call.request.content) == json.loads(raw)
+
+
+def test_a_stream_cut_mid_event_keeps_the_whole_events_before_the_cut(
+    claude: tuple[Gateway, str], fake: FakeProvider
+) -> None:
+    gateway, url = claude
+    start = {"type": "message_start", "message": {"id": "msg_cut", "model": "claude-x", "usage": {"input_tokens": 5}}}
+    block = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+    delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Half of it"}}
+    whole = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in (start, block, delta))
+    fake.push(Reply(body=whole + 'event: content_block_delta\ndata: {"type": "content_block_de', headers=SSE))
+    token = gateway.issue_token(SAMPLE)
+    body = {"model": "m", "max_tokens": 10, "stream": True, "messages": [{"role": "user", "content": "go"}]}
+    with httpx.stream("POST", f"{url}/v1/messages", json=body, headers={"x-api-key": token}, timeout=5) as reply:
+        reply.read()
+
+    [call] = calls_of(gateway)
+    assert call.outcome == "stream_cut" and call.cut is not None and call.cut.events_received == 3
+    assert call.response is not None and call.response.blocks == [TextBlock(text="Half of it")]
+    assert (call.response.id, call.response.complete) == ("msg_cut", False)
+
+
+def test_an_image_resent_every_turn_is_kept_as_sent_and_stored_once(gpt: tuple[Gateway, str]) -> None:
+    gateway, url = gpt
+    token = gateway.issue_token(SAMPLE)
+    png = base64.b64encode(random.Random(1).randbytes(30_000)).decode()  # incompressible, as an image is
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + png}}
+    history: list[dict[str, object]] = [{"role": "user", "content": [{"type": "text", "text": "What is it?"}, image]}]
+    for turn in range(3):
+        reply = httpx.post(
+            f"{url}/v1/chat/completions",
+            json={"model": "m", "messages": history},
+            headers={"authorization": f"Bearer {token}"},
+            timeout=5,
+        )
+        assert reply.status_code == 200
+        history += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": f"and now {turn}?"}]
+    data, events = transcript_of(gateway)
+
+    calls = [e for e in events if isinstance(e, ModelCallEvent)]
+    assert [c.request.content["messages"][0]["content"][1] for c in calls] == [image] * 3
+    assert len(data) < 2 * len(gzip.compress(json.dumps(image).encode()))  # once, not three times
