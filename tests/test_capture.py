@@ -456,3 +456,42 @@ def test_an_image_resent_every_turn_is_kept_as_sent_and_stored_once(gpt: tuple[G
     calls = [e for e in events if isinstance(e, ModelCallEvent)]
     assert [c.request.content["messages"][0]["content"][1] for c in calls] == [image] * 3
     assert len(data) < 2 * len(gzip.compress(json.dumps(image).encode()))  # once, not three times
+
+
+def test_an_openai_sdk_responses_stream_is_assembled(gpt: tuple[Gateway, str], fake: FakeProvider) -> None:
+    gateway, url = gpt
+    fake.push(Turn(text="Two admins.", tool_calls=[ToolCall("run_sql", {"sql": "SELECT 1"}, id="call_1")]))
+    token = gateway.issue_token(SAMPLE)
+    client = openai.OpenAI(api_key=token, base_url=url + "/v1", max_retries=0)
+    with client.responses.create(model="gpt-x", input="Who is admin?", stream=True) as stream:
+        kinds = [event.type for event in stream]
+    assert kinds[-1] == "response.completed"
+
+    [call] = calls_of(gateway)
+    assert (call.api, call.provider_api, call.outcome) == ("responses", "responses", "ok")
+    assert call.request.content["input"] == "Who is admin?"
+    assert call.response is not None and call.response.complete
+    assert call.response.blocks == [
+        TextBlock(text="Two admins."),
+        ToolCallBlock(id="call_1", name="run_sql", arguments='{"sql": "SELECT 1"}', input={"sql": "SELECT 1"}),
+    ]
+    assert call.response.usage is not None and call.response.usage.output_tokens == 7
+
+
+def test_an_openai_sdk_chat_stream_with_tool_calls_is_assembled(gpt: tuple[Gateway, str], fake: FakeProvider) -> None:
+    gateway, url = gpt
+    fake.push(Turn(text="Looking.", tool_calls=[ToolCall("run_sql", {"sql": "SELECT 2"}, id="call_2")]))
+    token = gateway.issue_token(SAMPLE)
+    client = openai.OpenAI(api_key=token, base_url=url + "/v1", max_retries=0)
+    chunks = list(
+        client.chat.completions.create(model="gpt-x", messages=[{"role": "user", "content": "Look."}], stream=True)
+    )
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+    [call] = calls_of(gateway)
+    assert call.response is not None and call.response.stop_reason == "tool_calls"
+    assert call.response.blocks == [
+        TextBlock(text="Looking."),
+        ToolCallBlock(id="call_2", name="run_sql", arguments='{"sql": "SELECT 2"}', input={"sql": "SELECT 2"}),
+    ]
+    assert call.response.usage is not None  # asked of the provider by the gateway, though the agent did not
