@@ -91,3 +91,11 @@ def test_a_file_that_inflates_past_the_limit_is_refused(monkeypatch: pytest.Monk
     monkeypatch.setattr("runner.trace.storage.MAX_FILE_BYTES", 1000)
     with pytest.raises(TranscriptError, match="inflates past the 1000-byte limit"):
         read_stored(gzip.compress(b" " * 5000), "here")
+
+
+def test_a_file_of_a_newer_format_version_is_refused() -> None:
+    builder, _ = _conversation(1)
+    raw = json.loads(gzip.decompress(builder.encode("run-1", KEY)))
+    raw["version"] = 2
+    with pytest.raises(TranscriptError, match="format version 2, newer than this ispm reads"):
+        read_stored(gzip.compress(json.dumps(raw).encode()), "here")

@@ -443,7 +443,8 @@ def read_stored(data: bytes, where: str) -> StoredFile:
     """Parse a stored part's bytes.
 
     Raises:
-        TranscriptError: not gzip, inflating past :data:`MAX_FILE_BYTES`, not JSON, or not a transcript.
+        TranscriptError: not gzip, inflating past :data:`MAX_FILE_BYTES`, not JSON, not a transcript, or a format
+            version newer than :data:`~runner.trace.model.TRANSCRIPT_VERSION`.
     """
     if len(data) > MAX_FILE_BYTES:
         raise TranscriptError(f"{where}: {len(data)} bytes, over the {MAX_FILE_BYTES}-byte limit")
@@ -455,9 +456,12 @@ def read_stored(data: bytes, where: str) -> StoredFile:
     if len(raw) > MAX_FILE_BYTES:
         raise TranscriptError(f"{where}: inflates past the {MAX_FILE_BYTES}-byte limit")
     try:
-        return StoredFile.model_validate_json(raw)
+        stored = StoredFile.model_validate_json(raw)
     except ValidationError as exc:
         raise TranscriptError(f"{where}: not a transcript: {exc.errors()[0]['msg']}") from exc
+    if stored.version > TRANSCRIPT_VERSION:  # its fields may mean what this reader does not know
+        raise TranscriptError(f"{where}: format version {stored.version}, newer than this ispm reads")
+    return stored
 
 
 def resolve(stored: StoredFile, where: str) -> list[TranscriptEvent]:
