@@ -96,6 +96,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/analytics.py
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/ray.py
+	$(BIN)/python bench/board.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -15,6 +15,7 @@ from jinja2 import ChoiceLoader, Environment, FileSystemLoader
 from markupsafe import Markup
 
 from runner.board.db import Submission
+from runner.paths import scoring_doc
 from runner.record.leaderboard import board_rows, render_leaderboard
 from runner.record.model import RunRecord
 from runner.record.report import environment, render_markdown
@@ -26,8 +27,6 @@ REFRESH_S = 5
 
 @cache
 def _scoring() -> Markup:
-    from runner.paths import scoring_doc
-
     return render_markdown(scoring_doc().read_text(encoding="utf-8"))
 
 
@@ -42,8 +41,6 @@ def leaderboard_page(
     published: Sequence[tuple[RunRecord, str]], closed: Sequence[Submission], *, board_id: str, key_sha256: str
 ) -> str:
     """The leaderboard of ``published`` (record, report link), with the board's panel listing ``closed``."""
-    from runner.paths import scoring_doc
-
     page = render_leaderboard(board_rows(published), scoring_doc().read_text(encoding="utf-8"))
     panel = _env().get_template("board_panel.html.j2").render(board_id=board_id, key_sha256=key_sha256, closed=closed)
     return page.replace("<main>", "<main>\n" + panel, 1)
