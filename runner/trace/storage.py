@@ -151,6 +151,7 @@ def _canonical(value: Any) -> bytes:
     return pydantic_core.to_json(value)
 
 
+_NO_BLOBS = b'"blobs":[]'
 _Ref = int | bytes
 """A kept blob's index, or a staged blob's digest."""
 Redact = Callable[[Any], Any]
@@ -179,12 +180,17 @@ class TranscriptBuilder:
         """An empty part of a sample's transcript, keeping at most ``limit_bytes`` of distinct content (which sample
         is said when it is written: the gateway starts one when it issues a token, before it knows the run)."""
         self.part, self.limit_bytes = part, limit_bytes
-        self._blobs: list[Any] = []
+        # Each blob as its JSON bytes: untracked by the garbage collector, and a tenth of the memory of the parsed
+        # value; a transcript near its cap would otherwise hold hundreds of MB of dicts for the collector to walk.
+        self._blobs: list[bytes] = []
         self._index: dict[bytes, int] = {}
         self._kept = 0
         self._lists: dict[_ListKey, list[int]] = {}  # (caller, seq, field) -> that call's item blobs
         self._last_seq: dict[tuple[str, str], int] = {}  # (caller, field) -> the seq of the last call that had it
         self._last_value: dict[tuple[str, str], int] = {}  # (caller, field) -> the blob of its last non-list value
+        # (caller, field) -> that field's value in the caller's last kept call, as sent: a resent history is compared
+        # with it, not encoded again (one request's worth of objects, held until the next call).
+        self._last_sent: dict[tuple[str, str], Any] = {}
         self._events: list[StoredCall] = []
         self._cap: CapReachedEvent | None = None
 
@@ -204,7 +210,7 @@ class TranscriptBuilder:
         ``redact`` is applied to each piece of the request's content that is not already kept (the caller redacts
         the rest of the event): a history resent whole is compared with what is kept, not encoded again.
         """
-        staged: dict[bytes, tuple[Any, int]] = {}
+        staged: dict[bytes, tuple[bytes, int]] = {}
         try:
             staged_request = self._store_body(event.request, event.caller, staged, redact)
         except (ValueError, RecursionError):  # JSON nested deeper than the encoder goes (pydantic-core: 255 levels)
@@ -217,9 +223,9 @@ class TranscriptBuilder:
         if self._cap is not None or self._kept + new_bytes > self.limit_bytes:
             self._omit(event, new_bytes)
             return
-        for digest, (value, size) in staged.items():
+        for digest, (raw, size) in staged.items():
             self._index[digest] = len(self._blobs)
-            self._blobs.append(value)
+            self._blobs.append(raw)
             self._kept += size
         request = self._resolve_staged(staged_request, event.caller)
         meta = event.model_dump(mode="json", exclude={"kind", "request", "response", "error_body"})
@@ -235,6 +241,9 @@ class TranscriptBuilder:
         for name, stored in (request.fields or {}).items():
             if isinstance(stored, int):
                 self._last_value[(event.caller, name)] = stored
+        if request.fields is not None and isinstance(event.request.content, dict):
+            for name, value in event.request.content.items():
+                self._last_sent[(event.caller, name)] = value
 
     def _omit(self, event: ModelCallEvent, new_bytes: int) -> None:
         if self._cap is None:
@@ -268,35 +277,35 @@ class TranscriptBuilder:
 
     # -- blobs -------------------------------------------------------------------------------------------------
 
-    def _blob(self, value: Any, staged: dict[bytes, tuple[Any, int]]) -> bytes:
+    def _blob(self, value: Any, staged: dict[bytes, tuple[bytes, int]]) -> bytes:
         """The digest of ``value``, staged as a new blob unless it is already kept."""
         raw = _canonical(value)
         digest = hashlib.sha256(raw).digest()
         if digest not in self._index and digest not in staged:
-            staged[digest] = (value, len(raw))
+            staged[digest] = (raw, len(raw))
         return digest
 
     def _index_of(self, digest: bytes) -> int:
         return self._index[digest]
 
     def _commit_blob(self, value: Any) -> int:
-        staged: dict[bytes, tuple[Any, int]] = {}
+        staged: dict[bytes, tuple[bytes, int]] = {}
         digest = self._blob(value, staged)
         for d, (v, _size) in staged.items():
             self._index[d] = len(self._blobs)
             self._blobs.append(v)
         return self._index[digest]
 
-    def _kept_equal(self, value: Any, index: int | None) -> bool:
-        """Whether ``value`` equals the kept blob ``index``: compared, not encoded (C-speed for a resent history).
-
-        Only containers and strings: for scalars Python's equality conflates ``1``, ``1.0`` and ``true``. A kept blob
-        is redacted, so a value holding a secret never equals one.
+    @staticmethod
+    def _same(value: Any, sent: Any) -> bool:
+        """Whether ``value`` equals what the caller sent last time (so its kept blob is this one's): compared, not
+        encoded (C-speed for a resent history). Only containers and strings: for scalars Python's equality conflates
+        ``1``, ``1.0`` and ``true``. The secrets are the same for every call of a part, so equal values redact alike.
         """
-        return index is not None and isinstance(value, dict | list | str) and value == self._blobs[index]
+        return isinstance(value, dict | list | str) and value == sent
 
     def _store_body(
-        self, body: Body, caller: str | None, staged: dict[bytes, tuple[Any, int]], redact: Redact
+        self, body: Body, caller: str | None, staged: dict[bytes, tuple[bytes, int]], redact: Redact
     ) -> _StagedBody:
         if body.encoding == "omitted":
             return _StagedBody(body, None, None)
@@ -307,18 +316,22 @@ class TranscriptBuilder:
             if isinstance(value, list):
                 base = None if caller is None else self._last_seq.get((caller, name))
                 previous = [] if caller is None or base is None else self._lists[(caller, base, name)]
+                sent = self._last_sent.get((caller, name)) if caller is not None else None
+                if not isinstance(sent, list) or len(sent) != len(previous):
+                    sent = []
                 refs: list[_Ref] = []
                 for i, item in enumerate(value):
-                    if len(refs) == i and i < len(previous) and self._kept_equal(item, previous[i]):
+                    if len(refs) == i and i < len(sent) and self._same(item, sent[i]):
                         refs.append(previous[i])  # still within the history already kept
                     else:
                         refs.append(self._blob(redact(item), staged))
                 fields[name] = refs
             else:
                 last = None if caller is None else self._last_value.get((caller, name))
-                fields[name] = (
-                    last if last is not None and self._kept_equal(value, last) else self._blob(redact(value), staged)
+                same = (
+                    caller is not None and last is not None and self._same(value, self._last_sent.get((caller, name)))
                 )
+                fields[name] = last if last is not None and same else self._blob(redact(value), staged)
         return _StagedBody(body, None, fields)
 
     def _ref(self, ref: _Ref) -> int:
@@ -360,17 +373,24 @@ class TranscriptBuilder:
 
     # -- output ------------------------------------------------------------------------------------------------
 
+    def _ordered(self) -> list[StoredCall | CapReachedEvent]:
+        ordered = sorted(self._events, key=lambda e: (caller_order(e.meta["caller"]), int(e.meta["seq"])))
+        return [*ordered, *([self._cap] if self._cap is not None else [])]
+
     def stored(self, run_id: str | None, key: SampleKey) -> StoredFile:
         """The part as it will be written, for sample ``key`` of run ``run_id``."""
-        ordered = sorted(self._events, key=lambda e: (caller_order(e.meta["caller"]), int(e.meta["seq"])))
-        events: list[StoredCall | CapReachedEvent] = [*ordered]
-        if self._cap is not None:
-            events.append(self._cap)
-        return StoredFile(run_id=run_id, sample=key, part=self.part, blobs=self._blobs, events=events)
+        blobs = [pydantic_core.from_json(raw) for raw in self._blobs]
+        return StoredFile(run_id=run_id, sample=key, part=self.part, blobs=blobs, events=self._ordered())
 
     def encode(self, run_id: str | None, key: SampleKey) -> bytes:
-        """The file's bytes: the part as compact JSON, gzip-compressed with a fixed header (same input, same bytes)."""
-        raw = self.stored(run_id, key).model_dump_json().encode()
+        """The file's bytes: the part as compact JSON, gzip-compressed with a fixed header (same input, same bytes).
+
+        The blobs go in as the JSON bytes kept, spliced into the rest, not parsed and encoded again.
+        """
+        rest = StoredFile(run_id=run_id, sample=key, part=self.part, blobs=[], events=self._ordered())
+        head = rest.model_dump_json().encode()
+        at = head.index(_NO_BLOBS)  # the first: run_id, sample and part come before it and cannot hold these bytes
+        raw = b"".join((head[:at], b'"blobs":[', b",".join(self._blobs), b"]", head[at + len(_NO_BLOBS) :]))
         return gzip.compress(raw, compresslevel=6, mtime=0)
 
     def encoded(self, run_id: str | None, key: SampleKey) -> EncodedPart:
