@@ -97,6 +97,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/ray.py
 	$(BIN)/python bench/board.py
+	$(BIN)/python bench/inspect_sandbox.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
