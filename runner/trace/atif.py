@@ -21,20 +21,13 @@ the tests validate every file against the ``atif`` package's own models (ATIF v1
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from runner import __version__
-from runner.errors import IspmError
-from runner.paths import tasks_dir
-from runner.record.build import load_record
-from runner.tasks.load import load_tasks
 from runner.trace.conversation import Message, ToolResultBlock
 from runner.trace.model import ReasoningBlock, TextBlock, ToolCallBlock
 from runner.trace.timeline import (
@@ -42,20 +35,12 @@ from runner.trace.timeline import (
     AnswerStep,
     CallStep,
     QueryStep,
-    RunSamples,
     SampleTimeline,
     VoteStep,
-    read_run,
-    sample_timeline,
 )
 
 ATIF_VERSION = "ATIF-v1.8"
 """The ATIF version every exported trajectory declares."""
-TRAJECTORY_SUFFIX = ".trajectory.json"
-
-
-class ExportError(IspmError):
-    """A run cannot be exported: its folder or journal is missing or damaged, or the target cannot be written."""
 
 
 class _Atif(BaseModel):
@@ -327,7 +312,7 @@ def trajectory(
     agent_image: str,
     image_id: str | None,
     prompt: str | None,
-    consensus: dict[str, str] | None = None,
+    consensus: Mapping[str, str] | None = None,
 ) -> AtifTrajectory:
     """The ATIF trajectory of one sample's timeline."""
     steps = trajectory_steps(timeline, prompt)
@@ -361,67 +346,8 @@ def trajectory(
                 "answer": answer.answer.model_dump(mode="json") if answer and answer.answer else None,
                 "error": answer.error if answer else None,
                 "votes": votes,
-                "epoch_consensus": consensus or {},
+                "epoch_consensus": dict(consensus or {}),
                 "agent_reported_trace": reported,
             }
         },
     )
-
-
-def _epoch_consensus(run_dir: Path) -> dict[tuple[str, int], dict[str, str]]:
-    """Each sample's per-dimension epoch consensus from ``record.json``; empty when the run has no score."""
-    try:
-        record = load_record(run_dir)
-    except IspmError:
-        return {}
-    found: dict[tuple[str, int], dict[str, str]] = {}
-    for task in record.scores.tasks if record.scores else []:
-        for dimension, by_epoch in task.epochs.items():
-            for epoch, grade in by_epoch.items():
-                found.setdefault((task.task_id, epoch), {})[dimension] = grade
-    return found
-
-
-def write_atif(run_dir: Path, out_dir: Path) -> list[Path]:
-    """Write one ATIF trajectory per sample of the run in ``run_dir`` into ``out_dir``; return the files.
-
-    Raises:
-        ExportError: the run cannot be read, or ``out_dir`` cannot be written.
-    """
-    run = _read(run_dir)
-    prompts = {t.id: t.prompt for t in load_tasks(tasks_dir())}
-    spec = run.start.spec if run.start else None
-    image = spec.agent_image if spec else "unknown"
-    image_id = run.start.images.get(image) if run.start else None
-    consensus = _epoch_consensus(run_dir)
-    written = []
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for key in run.order:
-            timeline = sample_timeline(run_dir, run, key)
-            doc = trajectory(
-                timeline,
-                agent_image=image,
-                image_id=image_id,
-                prompt=prompts.get(key.task_id),
-                consensus=consensus.get((key.task_id, key.epoch)),
-            )
-            target = out_dir / f"{key.label()}{TRAJECTORY_SUFFIX}"
-            written.append(_write_json(target, doc.model_dump(mode="json", exclude_none=True)))
-    except OSError as exc:
-        raise ExportError(f"cannot write the trajectories into {out_dir}: {exc}") from exc
-    return written
-
-
-def _read(run_dir: Path) -> RunSamples:
-    try:
-        return read_run(run_dir)
-    except IspmError as exc:
-        raise ExportError(str(exc)) from exc
-
-
-def _write_json(target: Path, value: Any) -> Path:
-    scratch = target.with_name(target.name + ".tmp")
-    scratch.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(scratch, target)
-    return target
