@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -33,7 +34,7 @@ def trace_command(run_dir: Path, task_id: str, epoch: int | None, as_json: bool,
     log.get(__name__).info(
         "sample.traced", run_dir=str(run_dir), task=task_id, epoch=timeline.epoch, events=timeline_summary(timeline)
     )
-    piped = not click.get_text_stream("stdout").isatty()
+    piped = not sys.stdout.isatty()
     if as_json or (piped and not as_text):
         print_json(timeline)
     else:
