@@ -34,7 +34,7 @@ def _turn(seq: int, history: list[dict[str, object]]) -> ModelCallEvent:
 
 
 def _conversation(turns: int, limit: int = 1 << 30) -> tuple[TranscriptBuilder, list[ModelCallEvent]]:
-    builder = TranscriptBuilder("run-1", KEY, "candidate", limit_bytes=limit)
+    builder = TranscriptBuilder("candidate", limit_bytes=limit)
     history: list[dict[str, object]] = []
     events = []
     for seq in range(turns):
@@ -48,19 +48,19 @@ def _conversation(turns: int, limit: int = 1 << 30) -> tuple[TranscriptBuilder, 
 
 def test_a_stored_conversation_reads_back_as_every_request_and_response_in_full() -> None:
     builder, events = _conversation(12)
-    stored = read_stored(builder.encode(), "here")
+    stored = read_stored(builder.encode("run-1", KEY), "here")
     assert resolve(stored, "here") == events
 
 
 def test_a_conversation_of_twice_the_turns_stores_about_twice_the_bytes() -> None:
-    small = len(_conversation(50)[0].encode())
-    large = len(_conversation(100)[0].encode())
+    small = len(_conversation(50)[0].encode("run-1", KEY))
+    large = len(_conversation(100)[0].encode("run-1", KEY))
     assert large < 2.3 * small  # quadratic growth would give ~4x
 
 
 def test_past_the_cap_calls_keep_their_figures_and_the_rest_is_counted() -> None:
     builder, events = _conversation(30, limit=20_000)
-    resolved = resolve(read_stored(builder.encode(), "here"), "here")
+    resolved = resolve(read_stored(builder.encode("run-1", KEY), "here"), "here")
     cap = resolved[-1]
     assert isinstance(cap, CapReachedEvent)
     calls = [e for e in resolved if isinstance(e, ModelCallEvent)]
@@ -73,15 +73,15 @@ def test_past_the_cap_calls_keep_their_figures_and_the_rest_is_counted() -> None
 
 def test_writing_a_part_twice_replaces_it_and_journals_its_sha256(tmp_path: Path) -> None:
     builder, _ = _conversation(3)
-    first = builder.write(tmp_path)
-    second = builder.write(tmp_path)
+    first = builder.write(tmp_path, "run-1", KEY)
+    second = builder.write(tmp_path, "run-1", KEY)
     assert first == second
     assert sorted(p.name for p in (tmp_path / "transcripts").iterdir()) == ["ispm-001.e1.candidate.json.gz"]
 
 
 def test_a_reference_to_a_missing_blob_is_named() -> None:
     builder, _ = _conversation(2)
-    raw = json.loads(gzip.decompress(builder.encode()))
+    raw = json.loads(gzip.decompress(builder.encode("run-1", KEY)))
     raw["blobs"] = raw["blobs"][:1]
     with pytest.raises(TranscriptError, match="a reference to blob"):
         resolve(read_stored(gzip.compress(json.dumps(raw).encode()), "here"), "here")

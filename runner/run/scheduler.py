@@ -48,8 +48,9 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 from runner import log
 from runner.contract import SampleOutput
 from runner.errors import SandboxError
+from runner.gateway.capture import JudgeCapture
 from runner.grading.grade import GradingContext, grade_sample
-from runner.grading.judge import Judge
+from runner.grading.judge import Judge, LLMJudge
 from runner.run.breaker import Breakers
 from runner.run.journal import (
     Journal,
@@ -66,6 +67,8 @@ from runner.sandbox.backend import Backend, SampleSpec, gateway_link
 from runner.tasks.model import Task
 from runner.tasks.truth import TaskTruth
 from runner.tasks.view import agent_files
+from runner.trace.model import Caller, SampleKey, TranscriptRef
+from runner.trace.storage import TranscriptBuilder, TranscriptError
 
 if TYPE_CHECKING:
     from runner.gateway.server import Gateway, SampleUsage
@@ -138,6 +141,8 @@ class RanSample(NamedTuple):
     """The cluster node the kept attempt ran on; ``None`` on one machine."""
     attempts: tuple[SampleAttempt, ...] = ()
     """Attempts lost before the kept one."""
+    transcript: TranscriptBuilder | None = None
+    """The agent's model calls as the gateway captured them; ``None`` without a gateway here (docs/trace.md)."""
 
 
 class SampleRunner(Protocol):
@@ -202,6 +207,12 @@ class _Worker:
         self._local = threading.local()
         self._contexts: list[GradingContext] = []
         self._lock = threading.Lock()
+        self.judge_capture = JudgeCapture()
+        """The model judges' calls, per sample, for the judges' part of its transcript."""
+        slots: tuple[Caller, Caller] = ("judge_a", "judge_b")
+        for slot, judge in zip(slots, p.judges, strict=False):
+            if isinstance(judge, LLMJudge):
+                judge.capture, judge.slot = self.judge_capture, slot
 
     def context(self) -> GradingContext:
         # The replay connection is SQLite's, which belongs to the thread that opened it.
@@ -237,8 +248,11 @@ class _Worker:
                 return None
             if output.status == "timeout" and limit < self.p.spec.sample_limit_s:
                 self.deadline_hit.set()
+            transcript = self._keep(ran.transcript, task_id, epoch)  # on disk before the entry that names it
             self.p.journal.append(
-                SampleFinished(output=output, usage=usage, node=ran.node, attempts=list(ran.attempts))
+                SampleFinished(
+                    output=output, usage=usage, node=ran.node, attempts=list(ran.attempts), transcript=transcript
+                )
             )
             _log.info(
                 "run.sample_finished",
@@ -254,6 +268,7 @@ class _Worker:
         result = grade_sample(
             self.p.tasks[task_id], self.p.truths[task_id], output, self.p.judges, epoch, context=self.context()
         )
+        judged = self.judge_capture.take(task_id, epoch)
         if self.hands_off():
             return None
         self.p.journal.append(
@@ -265,11 +280,22 @@ class _Worker:
                 grade_s=round(time.perf_counter() - started, 4),
                 coverage=result.coverage,
                 coverage_error=result.coverage_error,
+                transcript=self._keep(judged, task_id, epoch),
             )
         )
         if self.breakers.judged(result.graded, result.votes) is not None:
             self.stop.set()
         return output.status
+
+    def _keep(self, part: TranscriptBuilder | None, task_id: str, epoch: int) -> TranscriptRef | None:
+        """Write a transcript part beside the journal; a part that cannot be written is logged, never fatal."""
+        if part is None:
+            return None
+        try:
+            return part.write(self.p.journal.path.parent, self.p.run_id, SampleKey(task_id=task_id, epoch=epoch))
+        except TranscriptError as exc:
+            _log.error("run.transcript_not_written", run=self.p.run_id, sample=f"{task_id}.e{epoch}", error=str(exc))
+            return None
 
     def hands_off(self) -> bool:
         """Whether the run now belongs to another process, so nothing more may be journaled here."""
@@ -302,7 +328,8 @@ class _Worker:
                 )
             )
         # Read after the link closed: revoking the token waits for the sample's requests in flight.
-        return RanSample(output, self.p.gateway.usage(spec.sample_id))
+        usage = self.p.gateway.usage(spec.sample_id)
+        return RanSample(output, usage, transcript=self.p.gateway.transcript(spec.sample_id))
 
 
 def execute(

@@ -13,7 +13,7 @@ A transcript is a list of events in the order the gateway (or a judge's client) 
 - :class:`CapReachedEvent`: the sample's capture cap was reached; later calls keep their figures but not their
   content, and this event counts what was left out.
 
-Every secret the host knows of (provider keys, the sample's gateway token) is replaced by ``[redacted]`` in headers
+Every secret the host knows of (provider keys, the sample's gateway token) is replaced by ``[REDACTED]`` in headers
 and bodies before anything is stored. Content the agent or the model sent is kept as sent (escape it where shown).
 """
 
@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field
 TRANSCRIPT_VERSION = 1
 """The version of the transcript's models; a reader migrates older ones."""
 
-REDACTED = "[redacted]"
-"""What replaces a secret in a stored header or body."""
+REDACTED = "[REDACTED]"
+"""What replaces a secret in a stored header or body (as the provider clients redact their keys)."""
 
 Caller = Literal["candidate", "judge_a", "judge_b"]
 """Who made a call: the agent through the gateway, or the judge in slot A or B."""

@@ -138,14 +138,15 @@ def _canonical(value: Any) -> bytes:
 class TranscriptBuilder:
     """Collects one part of one sample's transcript in memory, content stored once; not thread-safe."""
 
-    def __init__(self, run_id: str | None, key: SampleKey, part: Part, limit_bytes: int = DEFAULT_LIMIT_BYTES):
-        """An empty part of ``key``'s transcript, keeping at most ``limit_bytes`` of distinct content."""
-        self.run_id, self.key, self.part, self.limit_bytes = run_id, key, part, limit_bytes
+    def __init__(self, part: Part, limit_bytes: int = DEFAULT_LIMIT_BYTES) -> None:
+        """An empty part of a sample's transcript, keeping at most ``limit_bytes`` of distinct content (which sample
+        is said when it is written: the gateway starts one when it issues a token, before it knows the run)."""
+        self.part, self.limit_bytes = part, limit_bytes
         self._blobs: list[Any] = []
         self._index: dict[bytes, int] = {}
         self._kept = 0
-        self._lists: dict[tuple[int, str], list[int]] = {}  # (seq, field) -> that call's item blobs
-        self._last_seq: dict[str, int] = {}  # field -> the seq of the last call that had it
+        self._lists: dict[_ListKey, list[int]] = {}  # (caller, seq, field) -> that call's item blobs
+        self._last_seq: dict[tuple[str, str], int] = {}  # (caller, field) -> the seq of the last call that had it
         self._events: list[StoredCall] = []
         self._cap: CapReachedEvent | None = None
 
@@ -173,17 +174,17 @@ class TranscriptBuilder:
             self._index[digest] = len(self._blobs)
             self._blobs.append(value)
             self._kept += size
-        request = self._resolve_staged(staged_request)
+        request = self._resolve_staged(staged_request, event.caller)
         meta = event.model_dump(mode="json", exclude={"kind", "request", "response", "error_body"})
         self._events.append(
             StoredCall(
                 meta=meta,
                 request=request,
                 response=None if response is None else self._index_of(response),
-                error_body=None if error_body is None else self._resolve_staged(error_body),
+                error_body=None if error_body is None else self._resolve_staged(error_body, None),
             )
         )
-        self._commit_lists(event.seq, request)
+        self._commit_lists(event.caller, event.seq, request)
 
     def _omit(self, event: ModelCallEvent, new_bytes: int) -> None:
         if self._cap is None:
@@ -249,7 +250,7 @@ class TranscriptBuilder:
                 fields[name] = self._blob(value, staged)
         return _StagedBody(body, None, fields)
 
-    def _resolve_staged(self, staged: _StagedBody) -> StoredBody:
+    def _resolve_staged(self, staged: _StagedBody, caller: str | None) -> StoredBody:
         body = staged.body
         if staged.fields is None:
             value = None if staged.value is None else self._index_of(staged.value)
@@ -257,16 +258,17 @@ class TranscriptBuilder:
         fields: dict[str, int | StoredList] = {}
         for name, ref in staged.fields.items():
             if isinstance(ref, list):
-                fields[name] = self._as_list(name, [self._index_of(d) for d in ref])
+                items = [self._index_of(d) for d in ref]
+                fields[name] = StoredList(add=items) if caller is None else self._as_list(caller, name, items)
             else:
                 fields[name] = self._index_of(ref)
         return StoredBody(encoding=body.encoding, size=body.size, note=body.note, fields=fields)
 
-    def _as_list(self, name: str, items: list[int]) -> StoredList:
-        base = self._last_seq.get(name)
+    def _as_list(self, caller: str, name: str, items: list[int]) -> StoredList:
+        base = self._last_seq.get((caller, name))
         if base is None:
             return StoredList(add=items)
-        previous = self._lists[(base, name)]
+        previous = self._lists[(caller, base, name)]
         keep = 0
         for mine, theirs in zip(items, previous, strict=False):
             if mine != theirs:
@@ -276,34 +278,35 @@ class TranscriptBuilder:
             return StoredList(add=items)
         return StoredList(base=base, keep=keep, add=items[keep:])
 
-    def _commit_lists(self, seq: int, request: StoredBody) -> None:
+    def _commit_lists(self, caller: str, seq: int, request: StoredBody) -> None:
         for name, stored in (request.fields or {}).items():
             if isinstance(stored, StoredList):
-                self._lists[(seq, name)] = _expand(self._lists, name, stored)
-                self._last_seq[name] = seq
+                self._lists[(caller, seq, name)] = _expand(self._lists, caller, name, stored)
+                self._last_seq[(caller, name)] = seq
 
     # -- output ------------------------------------------------------------------------------------------------
 
-    def stored(self) -> StoredFile:
-        """The part as it will be written."""
-        events: list[StoredCall | CapReachedEvent] = [*sorted(self._events, key=lambda e: int(e.meta["seq"]))]
+    def stored(self, run_id: str | None, key: SampleKey) -> StoredFile:
+        """The part as it will be written, for sample ``key`` of run ``run_id``."""
+        ordered = sorted(self._events, key=lambda e: (caller_order(e.meta["caller"]), int(e.meta["seq"])))
+        events: list[StoredCall | CapReachedEvent] = [*ordered]
         if self._cap is not None:
             events.append(self._cap)
-        return StoredFile(run_id=self.run_id, sample=self.key, part=self.part, blobs=self._blobs, events=events)
+        return StoredFile(run_id=run_id, sample=key, part=self.part, blobs=self._blobs, events=events)
 
-    def encode(self) -> bytes:
+    def encode(self, run_id: str | None, key: SampleKey) -> bytes:
         """The file's bytes: the part as compact JSON, gzip-compressed with a fixed header (same input, same bytes)."""
-        raw = self.stored().model_dump_json().encode()
+        raw = self.stored(run_id, key).model_dump_json().encode()
         return gzip.compress(raw, compresslevel=6, mtime=0)
 
-    def write(self, run_dir: Path) -> TranscriptRef:
-        """Write the part under ``run_dir`` (scratch file, fsync, rename) and return what to journal.
+    def write(self, run_dir: Path, run_id: str | None, key: SampleKey) -> TranscriptRef:
+        """Write the part of sample ``key`` under ``run_dir`` (scratch file, fsync, rename); return what to journal.
 
         Raises:
             TranscriptError: the file cannot be written.
         """
-        data = self.encode()
-        name = file_name(self.key, self.part)
+        data = self.encode(run_id, key)
+        name = file_name(key, self.part)
         target = run_dir / name
         scratch = target.with_name(target.name + ".tmp")
         try:
@@ -331,8 +334,11 @@ class _StagedBody:
         self.body, self.value, self.fields = body, value, fields
 
 
-def _expand(lists: dict[tuple[int, str], list[int]], name: str, stored: StoredList) -> list[int]:
-    head = [] if stored.base is None else lists[(stored.base, name)][: stored.keep]
+_ListKey = tuple[str, int, str]
+
+
+def _expand(lists: dict[_ListKey, list[int]], caller: str, name: str, stored: StoredList) -> list[int]:
+    head = [] if stored.base is None else lists[(caller, stored.base, name)][: stored.keep]
     return head + stored.add
 
 
@@ -366,7 +372,7 @@ def resolve(stored: StoredFile, where: str) -> list[TranscriptEvent]:
     Raises:
         TranscriptError: a reference points nowhere.
     """
-    lists: dict[tuple[int, str], list[int]] = {}
+    lists: dict[_ListKey, list[int]] = {}
     events: list[TranscriptEvent] = []
     blobs = stored.blobs
 
@@ -375,18 +381,18 @@ def resolve(stored: StoredFile, where: str) -> list[TranscriptEvent]:
             raise TranscriptError(f"{where}: a reference to blob {index} of {len(blobs)}")
         return blobs[index]
 
-    def body(sb: StoredBody, seq: int | None) -> Body:
+    def body(sb: StoredBody, caller: str, seq: int | None) -> Body:
         if sb.fields is None:
             whole = None if sb.value is None else blob(sb.value)
             return Body(encoding=sb.encoding, content=whole, size=sb.size, note=sb.note)
         content: dict[str, Any] = {}
         for name, ref in sb.fields.items():
             if isinstance(ref, StoredList):
-                if ref.base is not None and (ref.base, name) not in lists:
+                if ref.base is not None and (caller, ref.base, name) not in lists:
                     raise TranscriptError(f"{where}: call {seq} extends the {name!r} of call {ref.base}, not stored")
-                items = _expand(lists, name, ref)
+                items = _expand(lists, caller, name, ref)
                 if seq is not None:
-                    lists[(seq, name)] = items
+                    lists[(caller, seq, name)] = items
                 content[name] = [blob(i) for i in items]
             else:
                 content[name] = blob(ref)
@@ -398,10 +404,11 @@ def resolve(stored: StoredFile, where: str) -> list[TranscriptEvent]:
                 events.append(e)
                 continue
             seq = int(e.meta.get("seq", -1))
+            caller = str(e.meta.get("caller"))
             fields: dict[str, Any] = dict(e.meta)
-            fields["request"] = body(e.request, seq)
+            fields["request"] = body(e.request, caller, seq)
             fields["response"] = None if e.response is None else blob(e.response)
-            fields["error_body"] = None if e.error_body is None else body(e.error_body, None)
+            fields["error_body"] = None if e.error_body is None else body(e.error_body, caller, None)
             events.append(ModelCallEvent.model_validate(fields))
     except ValidationError as exc:
         raise TranscriptError(f"{where}: a damaged call: {exc.errors()[0]['msg']}") from exc
@@ -413,6 +420,7 @@ def encode_binary(raw: bytes) -> str:
     return base64.b64encode(raw).decode()
 
 
-def caller_order(caller: Caller) -> int:
-    """Sort key of callers in a transcript: the candidate, then judge A, then judge B."""
-    return ("candidate", "judge_a", "judge_b").index(caller)
+def caller_order(caller: Caller | str) -> int:
+    """Sort key of callers in a transcript: the candidate, then judge A, then judge B (anything else last)."""
+    order = ("candidate", "judge_a", "judge_b")
+    return order.index(caller) if caller in order else len(order)
