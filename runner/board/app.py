@@ -18,7 +18,14 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import func, select
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
 from starlette.routing import Route
 
 from runner import __version__
@@ -33,6 +40,7 @@ from runner.board.upload import receive
 from runner.board.worker import PUBLISHED_DIR, BoardContext, cancel
 from runner.record.model import RunRecord
 from runner.record.report import REPORT_NAME
+from runner.record.sample_page import sample_page_path
 from runner.record.verify import public_key_sha256, statement_paths
 from runner.world.digest import file_sha256
 
@@ -240,7 +248,17 @@ def create_app(ctx: BoardContext) -> Starlette:
 
     def run_report(request: Request) -> Response:
         sub = _by_run(request.path_params["run_id"])
+        if not request.url.path.endswith("/"):
+            # The report links its sample pages as samples/...: they resolve under /runs/<id>/ only.
+            return RedirectResponse(f"/runs/{sub.run_id}/", status_code=308)
         return FileResponse(Path(sub.run_dir or "") / REPORT_NAME, media_type="text/html")
+
+    def sample_page(request: Request) -> Response:
+        sub = _by_run(request.path_params["run_id"])
+        page = sample_page_path(Path(sub.run_dir or ""), request.path_params["page"])
+        if page is None:
+            raise BoardError("no such sample page", status=404)
+        return FileResponse(page, media_type="text/html")
 
     def download(request: Request) -> Response:
         sub = _by_run(request.path_params["run_id"])
@@ -278,6 +296,8 @@ def create_app(ctx: BoardContext) -> Starlette:
         Route("/submissions", submissions_page),
         Route("/submissions/{id:int}", status_page),
         Route("/runs/{run_id}", run_report),
+        Route("/runs/{run_id}/", run_report),
+        Route("/runs/{run_id}/samples/{page}", sample_page),
         Route("/runs/{run_id}/{what:str}", download),
         Route("/run-locally", run_locally),
         Route("/downloads/ispm", binary_download),
