@@ -9,6 +9,7 @@ instant, so the timeline and its text are the same on every machine.
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -19,8 +20,9 @@ from runner.paths import tasks_dir
 from runner.record.build import build_record, write_record
 from runner.run.digests import current_digests
 from runner.run.journal import JOURNAL_NAME, Journal, RunFinished, RunStarted, SampleFinished, SampleGraded
-from runner.run.spec import RunSpec
+from runner.run.spec import Digests, RunSpec
 from runner.tasks.load import load_tasks
+from runner.tasks.model import Task
 from runner.trace.model import (
     AssembledResponse,
     Body,
@@ -45,6 +47,18 @@ RESULT = "status | n\nACTIVE | 1224"
 ANSWER = Answer(response="Nobody <b>left</b> can sign in.", verdict=None, queries=[SQL])
 
 
+@functools.cache
+def task_set() -> list[Task]:
+    """The task set, read once (its YAML takes about a second to parse)."""
+    return load_tasks(tasks_dir())
+
+
+@functools.cache
+def digests() -> Digests:
+    """The run's digests, computed once."""
+    return current_digests()
+
+
 def at(seconds: float) -> datetime:
     """``T0`` plus ``seconds``."""
     return T0 + timedelta(seconds=seconds)
@@ -55,8 +69,8 @@ def iso(seconds: float) -> str:
     return at(seconds).isoformat()
 
 
-def calls() -> list[ModelCallEvent]:
-    """The agent's two calls, as the gateway would capture them."""
+def calls(result: str = RESULT) -> list[ModelCallEvent]:
+    """The agent's two calls, as the gateway would capture them; ``result`` is what the tool returned."""
     first_request = {
         "model": "claude-x",
         "stream": True,
@@ -82,7 +96,7 @@ def calls() -> list[ModelCallEvent]:
             {"role": "assistant", "content": [{"type": "text", "text": REPLY},
                                               {"type": "tool_use", "id": "toolu_1", "name": "run_sql",
                                                "input": {"sql": SQL}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": RESULT}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": result}]},
         ],
     }  # fmt: skip
     second_reply = AssembledResponse(
@@ -136,8 +150,8 @@ def votes() -> list[JudgeVote]:
     ]
 
 
-def write_run(run_dir: Path, *, with_transcript: bool = True) -> Path:
-    """Write the run into ``run_dir``; return it."""
+def write_run(run_dir: Path, *, with_transcript: bool = True, result: str = RESULT) -> Path:
+    """Write the run into ``run_dir``; return it. ``result`` is the tool result the second call sends back."""
     run_dir.mkdir(parents=True, exist_ok=True)
     spec = RunSpec(
         agent_image="example/sdk-agent:1",
@@ -151,7 +165,7 @@ def write_run(run_dir: Path, *, with_transcript: bool = True) -> Path:
     ref = None
     if with_transcript:
         builder = TranscriptBuilder("candidate")
-        for call in calls():
+        for call in calls(result):
             builder.add(call)
         ref = builder.write(run_dir, RUN_ID, KEY)
     figures = [
@@ -164,7 +178,7 @@ def write_run(run_dir: Path, *, with_transcript: bool = True) -> Path:
         sample_id=KEY.label(), requests=2, input_tokens=320, output_tokens=35, cached_tokens=100, calls=figures
     )
     entries = [
-        RunStarted(ts=iso(0), run_id=RUN_ID, spec=spec, digests=current_digests(), runner_version="0.1.0",
+        RunStarted(ts=iso(0), run_id=RUN_ID, spec=spec, digests=digests(), runner_version="0.1.0",
                    images={"example/sdk-agent:1": "sha256:" + "ab" * 32}),
         SampleFinished(ts=iso(5), output=output(), usage=usage, transcript=ref),
         SampleGraded(ts=iso(6), task_id=TASK_ID, epoch=1, graded=True, votes=votes(), grade_s=0.5),
@@ -173,5 +187,5 @@ def write_run(run_dir: Path, *, with_transcript: bool = True) -> Path:
     with Journal(run_dir / JOURNAL_NAME) as journal:
         for entry in entries:
             journal.append(entry)
-    write_record(run_dir, build_record(entries, load_tasks(tasks_dir())))
+    write_record(run_dir, build_record(entries, task_set()))
     return run_dir
