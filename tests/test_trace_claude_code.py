@@ -28,6 +28,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from runner.gateway.model import ClientSettings
 from runner.gateway.server import Gateway
+from runner.paths import tasks_dir
 from runner.pipeline import start_run
 from runner.record.report import REPORT_NAME
 from runner.record.sample_page import SAMPLES_DIR
@@ -35,6 +36,7 @@ from runner.run.calibration import CALIBRATION_JUDGES
 from runner.run.spec import RunSpec
 from runner.sandbox.docker import DockerBackend
 from runner.sandbox.images import ImageRef
+from runner.tasks.load import load_tasks
 from runner.trace.export import write_atif, write_inspect
 from runner.trace.timeline import AnswerStep, CallStep, QueryStep, SampleTimeline, VoteStep, read_timeline
 
@@ -70,6 +72,7 @@ TURNS = [
 ]
 SETTINGS = ClientSettings(read_timeout=30.0, max_attempts=2, backoff_initial=0.01, backoff_max=0.05)
 SHOT_FOR_PEOPLE = Path("/tmp/ispm-sample.png")
+TASKS = load_tasks(tasks_dir())
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
@@ -213,7 +216,7 @@ def test_the_report_links_the_sample_page_and_inlines_none_of_it(run_dir: Path) 
 
 
 def test_the_atif_export_validates_against_the_atif_package(run_dir: Path, tmp_path: Path) -> None:
-    (path,) = write_atif(run_dir, tmp_path / "atif")
+    (path,) = write_atif(run_dir, tmp_path / "atif", TASKS)
     doc = atif.Trajectory.model_validate_json(path.read_text(encoding="utf-8"))
     assert doc.schema_version == "ATIF-v1.8"
     agent = [s for s in doc.steps if s.source == "agent"]
@@ -229,7 +232,7 @@ def test_the_atif_export_validates_against_the_atif_package(run_dir: Path, tmp_p
 
 
 def test_the_inspect_export_loads_in_inspect(run_dir: Path, tmp_path: Path) -> None:
-    log = read_eval_log(str(write_inspect(run_dir, tmp_path / "inspect")))
+    log = read_eval_log(str(write_inspect(run_dir, tmp_path / "inspect", TASKS)))
     assert log.status == "success" and log.samples is not None
     (sample,) = log.samples
     roles = [m.role for m in sample.messages]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +19,7 @@ from runner.paths import tasks_dir
 from runner.record.build import load_record
 from runner.record.model import RunRecord
 from runner.tasks.load import load_tasks
+from runner.tasks.model import Task
 from runner.trace.atif import trajectory
 from runner.trace.inspect_log import eval_log, eval_sample
 from runner.trace.timeline import RunSamples, read_run, sample_timeline
@@ -63,14 +65,19 @@ def _write_json(target: Path, value: Any, *, indent: int | None) -> Path:
     return target
 
 
-def write_atif(run_dir: Path, out_dir: Path) -> list[Path]:
+def _prompts(tasks: Sequence[Task] | None) -> dict[str, str]:
+    return {t.id: t.prompt for t in (tasks if tasks is not None else load_tasks(tasks_dir()))}
+
+
+def write_atif(run_dir: Path, out_dir: Path, tasks: Sequence[Task] | None = None) -> list[Path]:
     """Write one ATIF trajectory per sample of the run in ``run_dir`` into ``out_dir``; return the files.
+    ``tasks`` (for each sample's prompt) saves reading the task set when the caller has it.
 
     Raises:
         ExportError: the run cannot be read, or ``out_dir`` cannot be written.
     """
     run, record = _read(run_dir)
-    prompts = {t.id: t.prompt for t in load_tasks(tasks_dir())}
+    prompts = _prompts(tasks)
     image = record.spec.agent_image
     consensus = epoch_consensus(record)
     written = []
@@ -97,14 +104,15 @@ def inspect_log_name(record: RunRecord) -> str:
     return f"{started.strftime('%Y-%m-%dT%H-%M-%S')}_ispm-enterprise-sql_{record.run_id}.json"
 
 
-def write_inspect(run_dir: Path, out_dir: Path) -> Path:
-    """Write the Inspect eval log of the run in ``run_dir`` into ``out_dir``; return the file.
+def write_inspect(run_dir: Path, out_dir: Path, tasks: Sequence[Task] | None = None) -> Path:
+    """Write the Inspect eval log of the run in ``run_dir`` into ``out_dir``; return the file. ``tasks`` as for
+    :func:`write_atif`.
 
     Raises:
         ExportError: the run or its record cannot be read, or ``out_dir`` cannot be written.
     """
     run, record = _read(run_dir)
-    prompts = {t.id: t.prompt for t in load_tasks(tasks_dir())}
+    prompts = _prompts(tasks)
     consensus = epoch_consensus(record)
     model = record.candidate_model or f"none/{record.calibration or 'no-candidate'}"
     samples = [
