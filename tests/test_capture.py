@@ -19,6 +19,7 @@ import openai
 import pytest
 from fake_provider import FakeProvider, Reply, StreamError, ToolCall, Turn, Usage, point_clients_at
 
+from runner.gateway.capture import MAX_UNTAKEN, Capture
 from runner.gateway.model import ClientSettings
 from runner.gateway.server import Gateway
 from runner.trace.model import (
@@ -361,3 +362,14 @@ def test_a_reasoning_stream_keeps_its_thinking(claude: tuple[Gateway, str], fake
     assert call.response is not None
     assert call.response.blocks == [ReasoningBlock(text="Check MFA.", signature="sig"), TextBlock(text="Done.")]
     assert (call.response.id, call.response.model, call.response.stop_reason) == ("msg_1", "claude-x", "end_turn")
+
+
+def test_a_capture_whose_transcripts_are_never_taken_keeps_only_the_latest() -> None:
+    capture = Capture()
+    try:
+        for n in range(MAX_UNTAKEN + 1):
+            capture.open(f"t.e{n}")
+        assert capture.take("t.e0") is None
+        assert capture.take(f"t.e{MAX_UNTAKEN}") is not None
+    finally:
+        capture.close()

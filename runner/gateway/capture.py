@@ -17,10 +17,12 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
+
+import pydantic_core
 
 from runner import log
 from runner.gateway.protocols.tokens import TokenUsage
@@ -44,6 +46,8 @@ _log = log.get(__name__)
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"})
 """Headers whose whole value is a credential: stored as ``[REDACTED]`` whatever they hold."""
 _MIN_SECRET = 8  # a shorter "key" would redact ordinary words
+MAX_UNTAKEN = 64
+"""Transcripts a capture holds for samples not yet taken (a run has a handful running at once)."""
 
 
 def host_secrets(extra: Iterable[str] = ()) -> tuple[str, ...]:
@@ -65,11 +69,14 @@ def redact_json(value: Any, secrets: tuple[str, ...]) -> Any:
     """``value`` (parsed JSON) with every secret replaced in every string, keys included.
 
     Through the JSON text, not a walk: a secret the sender escaped (``\\u0073k-...``) is plain once parsed, and
-    ``ensure_ascii=False`` writes it plain again, so the replacement finds it; nesting costs no recursion here.
+    the encoder writes it plain again (UTF-8, no escapes but quotes and control characters), so the replacement
+    finds it; nesting costs no recursion here. The text is pydantic-core's encoder's, several times json's speed.
     """
-    text = json.dumps(value, ensure_ascii=False)
-    redacted = redact_text(text, secrets)
-    return value if redacted is text else json.loads(redacted)
+    raw = pydantic_core.to_json(value)
+    if not any(secret.encode() in raw for secret in secrets):
+        return value
+    text = redact_text(raw.decode(), secrets)
+    return pydantic_core.from_json(text)
 
 
 def redact_headers(headers: Iterable[tuple[bytes, bytes]], secrets: tuple[str, ...]) -> dict[str, str]:
@@ -132,9 +139,15 @@ class CallCapture:
     extra_secrets: tuple[str, ...] = field(default_factory=tuple)
 
 
+def call_secrets(call: CallCapture, secrets: tuple[str, ...]) -> tuple[str, ...]:
+    """``secrets`` and the call's own (its token, its judge's key), longest first."""
+    return tuple(sorted({*secrets, *call.extra_secrets, *((call.token,) if call.token else ())}, key=len))[::-1]
+
+
 def to_event(call: CallCapture, secrets: tuple[str, ...]) -> ModelCallEvent:
-    """The stored event of ``call``: redacted, the reply assembled."""
-    secrets = tuple(sorted({*secrets, *call.extra_secrets, *((call.token,) if call.token else ())}, key=len))[::-1]
+    """The event of ``call``, the reply assembled and everything redacted but a JSON object request's content, which
+    the builder redacts piece by piece as it keeps it (``redact_json`` with :func:`call_secrets`)."""
+    secrets = call_secrets(call, secrets)
     response: AssembledResponse | None = None
     provider_api = call.provider_api or call.api
     if call.events is not None:
@@ -149,7 +162,10 @@ def to_event(call: CallCapture, secrets: tuple[str, ...]) -> ModelCallEvent:
     elif call.reply_body is not None:
         response = assemble_body(provider_api, call.reply_body)
     if response is not None:
-        response = AssembledResponse.model_validate(redact_json(response.model_dump(mode="json"), secrets))
+        dumped = response.model_dump(mode="json")
+        redacted = redact_json(dumped, secrets)
+        if redacted is not dumped:  # a secret in what the model wrote (rare): rebuilt from the redacted text
+            response = AssembledResponse.model_validate(redacted)
         if call.usage is not None and response.usage is None and call.usage != TokenUsage():
             response = response.model_copy(update={"usage": ResponseUsage(**call.usage.model_dump())})
         if response.model is None and call.returned_model:
@@ -176,7 +192,11 @@ def to_event(call: CallCapture, secrets: tuple[str, ...]) -> ModelCallEvent:
         latency_s=round(call.latency_s, 6),
         ttft_s=call.ttft_s,
         request_headers=redact_headers(call.headers, secrets),
-        request=body_of(call.request, call.request_raw, call.request_size, secrets, call.request_note),
+        request=(
+            Body(encoding="json", content=call.request, size=call.request_size, note=call.request_note)
+            if isinstance(call.request, dict)
+            else body_of(call.request, call.request_raw, call.request_size, secrets, call.request_note)
+        ),
         response=response,
         status=call.status,
         outcome=call.outcome,
@@ -184,6 +204,12 @@ def to_event(call: CallCapture, secrets: tuple[str, ...]) -> ModelCallEvent:
         error_body=error_body,
         cut=cut,
     )
+
+
+def redactor(call: CallCapture, secrets: tuple[str, ...]) -> Callable[[Any], Any]:
+    """What the builder redacts a request's pieces with: ``redact_json`` over :func:`call_secrets`."""
+    mine = call_secrets(call, secrets)
+    return lambda value: redact_json(value, mine)
 
 
 def _unrecorded(call: CallCapture, exc: BaseException) -> ModelCallEvent:
@@ -228,9 +254,18 @@ class Capture:
         self._thread.start()
 
     def open(self, sample_id: str) -> None:
-        """Start a fresh transcript for ``sample_id`` (a sample run again starts over)."""
+        """Start a fresh transcript for ``sample_id`` (a sample run again starts over).
+
+        At most :data:`MAX_UNTAKEN` transcripts wait to be taken; past that the oldest is dropped, so a gateway whose
+        owner never takes them (a cluster node's, whose samples' transcripts do not travel back yet) stays bounded.
+        """
         with self._lock:
+            self._samples.pop(sample_id, None)
             self._samples[sample_id] = _Sample(self.limit_bytes)
+            while len(self._samples) > MAX_UNTAKEN:
+                dropped = next(iter(self._samples))
+                self._samples.pop(dropped).taken = True
+                _log.warning("capture_dropped", sample=dropped, reason="never taken")
 
     def next_seq(self, sample_id: str) -> int | None:
         """The next call number of ``sample_id`` (arrival order), or ``None`` when it is not captured."""
@@ -285,7 +320,7 @@ class Capture:
             try:
                 with sample.lock:  # not the capture's lock: the event loop must never wait on an add
                     if not sample.taken:
-                        sample.builder.add(event)
+                        sample.builder.add(event, redactor(call, self.secrets))
             except Exception:
                 _log.exception("capture_failed", sample=call.sample_id, seq=call.seq)
             finally:
@@ -324,7 +359,7 @@ class JudgeCapture:
             event = _unrecorded(call, exc)
         with self._lock:
             builder = self._parts.setdefault((task_id, epoch), TranscriptBuilder("judges", self.limit_bytes))
-            builder.add(event)
+            builder.add(event, redactor(call, self.secrets))
 
     def take(self, task_id: str, epoch: int) -> TranscriptBuilder | None:
         """The sample's judges' part, removed; ``None`` when no judge call was recorded for it."""

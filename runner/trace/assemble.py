@@ -82,10 +82,11 @@ class StreamAssembler:
         self.id: str | None = None
         self.model: str | None = None
         self.stop_reason: str | None = None
-        self.usage: ResponseUsage | None = None
         self.blocks: dict[Any, _Block] = {}  # by the provider's index, in the order they began
         self.final: AssembledResponse | None = None  # a Responses stream's final response, when it came
-        self._watch = tokens.StreamWatch("messages" if api == "count_tokens" else api)
+        # Usage is read once at the end from what the events said (summed per event, it was half the cost).
+        self._chat_usage: dict[str, Any] | None = None
+        self._anthropic_usage: dict[str, Any] = {}
 
     def _add(self, block: _Block, text: Any) -> None:
         piece = _str(text)
@@ -100,7 +101,6 @@ class StreamAssembler:
     def feed(self, event: str, data: dict[str, Any]) -> None:
         """Take one event: its SSE name (``""`` when none) and its parsed JSON."""
         self.events += 1
-        self._watch.feed(event, data)
         kind = event or _str(data.get("type"))
         if self.api == "chat":
             self._chat(data)
@@ -117,6 +117,9 @@ class StreamAssembler:
 
     def _chat(self, data: dict[str, Any]) -> None:
         self.id = self.id or (data.get("id") if isinstance(data.get("id"), str) else None)
+        self.model = self.model or (data.get("model") if isinstance(data.get("model"), str) else None)
+        if isinstance(data.get("usage"), dict):
+            self._chat_usage = data["usage"]
         for choice in data.get("choices") or []:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
@@ -138,8 +141,17 @@ class StreamAssembler:
                 self.stop_reason = _str(choice["finish_reason"])
 
     def _messages(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "content_block_delta":  # nearly every event: first, and the text delta fastest
+            delta = data.get("delta")
+            block = self.blocks.get(data.get("index"))
+            if isinstance(delta, dict) and block is not None and delta.get("type") == "text_delta":
+                self._add(block, delta.get("text"))
+                return
         if kind == "message_start" and isinstance(data.get("message"), dict):
-            self.id = _str(data["message"].get("id")) or None
+            message = data["message"]
+            self.id = _str(message.get("id")) or None
+            self.model = _str(message.get("model")) or None
+            self._anthropic_usage = dict(_obj(message.get("usage")))
         elif kind == "content_block_start" and isinstance(data.get("content_block"), dict):
             cb = data["content_block"]
             ctype = _str(cb.get("type"))
@@ -170,6 +182,8 @@ class StreamAssembler:
                 block.signature = (block.signature or "") + _str(delta.get("signature"))
         elif kind == "message_delta" and isinstance(data.get("delta"), dict):
             self.stop_reason = _str(data["delta"].get("stop_reason")) or self.stop_reason
+            # Totals are cumulative; fields left out keep their message_start value.
+            self._anthropic_usage.update({k: v for k, v in _obj(data.get("usage")).items() if v is not None})
 
     def _responses(self, kind: str, data: dict[str, Any]) -> None:
         if kind in ("response.completed", "response.incomplete", "response.failed") and isinstance(
@@ -179,6 +193,7 @@ class StreamAssembler:
             return
         if isinstance(data.get("response"), dict):
             self.id = _str(data["response"].get("id")) or self.id
+            self.model = _str(data["response"].get("model")) or self.model
         index = data.get("output_index")
         item = _obj(data.get("item")) or None
         if kind == "response.output_item.added" and item is not None:
@@ -203,8 +218,11 @@ class StreamAssembler:
 
     def result(self, *, complete: bool) -> AssembledResponse:
         """What arrived, as one message; ``complete`` says whether the stream reached its final event."""
-        watched = self._watch.usage
-        usage = self.usage or (ResponseUsage(**watched.model_dump()) if watched != tokens.TokenUsage() else None)
+        usage = None
+        if self._chat_usage is not None:
+            usage = ResponseUsage(**tokens.chat_usage(self._chat_usage).model_dump())
+        elif self._anthropic_usage:
+            usage = ResponseUsage(**tokens.messages_usage(self._anthropic_usage).model_dump())
         if self.final is not None:
             return self.final.model_copy(
                 update={"complete": complete, "stream_events": self.events, "dropped_chars": self.dropped}
@@ -212,7 +230,7 @@ class StreamAssembler:
         return AssembledResponse(
             api=self.api,
             id=self.id,
-            model=self._watch.returned_model,
+            model=self.model,
             blocks=[b.done() for b in self.blocks.values()],
             stop_reason=self.stop_reason,
             usage=usage,

@@ -25,11 +25,12 @@ import base64
 import gzip
 import hashlib
 import io
-import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.errors import IspmError
@@ -132,7 +133,19 @@ def file_name(key: SampleKey, part: Part) -> str:
 
 
 def _canonical(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    # Compact JSON in the order sent (pydantic-core's encoder, several times json's speed): a resent message is
+    # the same bytes, and that is all the hash must see.
+    return pydantic_core.to_json(value)
+
+
+_Ref = int | bytes
+"""A kept blob's index, or a staged blob's digest."""
+Redact = Callable[[Any], Any]
+"""Returns a piece of content with every secret replaced."""
+
+
+def _unchanged(value: Any) -> Any:
+    return value
 
 
 class TranscriptBuilder:
@@ -147,6 +160,7 @@ class TranscriptBuilder:
         self._kept = 0
         self._lists: dict[_ListKey, list[int]] = {}  # (caller, seq, field) -> that call's item blobs
         self._last_seq: dict[tuple[str, str], int] = {}  # (caller, field) -> the seq of the last call that had it
+        self._last_value: dict[tuple[str, str], int] = {}  # (caller, field) -> the blob of its last non-list value
         self._events: list[StoredCall] = []
         self._cap: CapReachedEvent | None = None
 
@@ -160,12 +174,16 @@ class TranscriptBuilder:
         """Bytes of distinct content kept so far."""
         return self._kept
 
-    def add(self, event: ModelCallEvent) -> None:
-        """Add one call; past the cap its content is counted and left out."""
+    def add(self, event: ModelCallEvent, redact: Redact = _unchanged) -> None:
+        """Add one call; past the cap its content is counted and left out.
+
+        ``redact`` is applied to each piece of the request's content that is not already kept (the caller redacts
+        the rest of the event): a history resent whole is compared with what is kept, not encoded again.
+        """
         staged: dict[bytes, tuple[Any, int]] = {}
-        staged_request = self._store_body(event.request, event.seq, staged)
+        staged_request = self._store_body(event.request, event.caller, staged, redact)
         response = None if event.response is None else self._blob(event.response.model_dump(mode="json"), staged)
-        error_body = None if event.error_body is None else self._store_body(event.error_body, None, staged)
+        error_body = None if event.error_body is None else self._store_body(event.error_body, None, staged, _unchanged)
         new_bytes = sum(size for _, size in staged.values())
         if self._cap is not None or self._kept + new_bytes > self.limit_bytes:
             self._omit(event, new_bytes)
@@ -185,6 +203,9 @@ class TranscriptBuilder:
             )
         )
         self._commit_lists(event.caller, event.seq, request)
+        for name, stored in (request.fields or {}).items():
+            if isinstance(stored, int):
+                self._last_value[(event.caller, name)] = stored
 
     def _omit(self, event: ModelCallEvent, new_bytes: int) -> None:
         if self._cap is None:
@@ -237,18 +258,42 @@ class TranscriptBuilder:
             self._blobs.append(v)
         return self._index[digest]
 
-    def _store_body(self, body: Body, seq: int | None, staged: dict[bytes, tuple[Any, int]]) -> _StagedBody:
+    def _kept_equal(self, value: Any, index: int | None) -> bool:
+        """Whether ``value`` equals the kept blob ``index``: compared, not encoded (C-speed for a resent history).
+
+        Only containers and strings: for scalars Python's equality conflates ``1``, ``1.0`` and ``true``. A kept blob
+        is redacted, so a value holding a secret never equals one.
+        """
+        return index is not None and isinstance(value, dict | list | str) and value == self._blobs[index]
+
+    def _store_body(
+        self, body: Body, caller: str | None, staged: dict[bytes, tuple[Any, int]], redact: Redact
+    ) -> _StagedBody:
         if body.encoding == "omitted":
             return _StagedBody(body, None, None)
         if body.encoding != "json" or not isinstance(body.content, dict):
-            return _StagedBody(body, self._blob(body.content, staged), None)
-        fields: dict[str, bytes | list[bytes]] = {}
+            return _StagedBody(body, self._blob(redact(body.content), staged), None)
+        fields: dict[str, _Ref | list[_Ref]] = {}
         for name, value in body.content.items():
             if isinstance(value, list):
-                fields[name] = [self._blob(item, staged) for item in value]
+                base = None if caller is None else self._last_seq.get((caller, name))
+                previous = [] if caller is None or base is None else self._lists[(caller, base, name)]
+                refs: list[_Ref] = []
+                for i, item in enumerate(value):
+                    if len(refs) == i and i < len(previous) and self._kept_equal(item, previous[i]):
+                        refs.append(previous[i])  # still within the history already kept
+                    else:
+                        refs.append(self._blob(redact(item), staged))
+                fields[name] = refs
             else:
-                fields[name] = self._blob(value, staged)
+                last = None if caller is None else self._last_value.get((caller, name))
+                fields[name] = (
+                    last if last is not None and self._kept_equal(value, last) else self._blob(redact(value), staged)
+                )
         return _StagedBody(body, None, fields)
+
+    def _ref(self, ref: _Ref) -> int:
+        return ref if isinstance(ref, int) else self._index[ref]
 
     def _resolve_staged(self, staged: _StagedBody, caller: str | None) -> StoredBody:
         body = staged.body
@@ -258,10 +303,10 @@ class TranscriptBuilder:
         fields: dict[str, int | StoredList] = {}
         for name, ref in staged.fields.items():
             if isinstance(ref, list):
-                items = [self._index_of(d) for d in ref]
+                items = [self._ref(d) for d in ref]
                 fields[name] = StoredList(add=items) if caller is None else self._as_list(caller, name, items)
             else:
-                fields[name] = self._index_of(ref)
+                fields[name] = self._ref(ref)
         return StoredBody(encoding=body.encoding, size=body.size, note=body.note, fields=fields)
 
     def _as_list(self, caller: str, name: str, items: list[int]) -> StoredList:
@@ -330,7 +375,7 @@ class TranscriptBuilder:
 class _StagedBody:
     """A body whose blobs are staged (by digest), not yet kept."""
 
-    def __init__(self, body: Body, value: bytes | None, fields: dict[str, bytes | list[bytes]] | None) -> None:
+    def __init__(self, body: Body, value: bytes | None, fields: dict[str, _Ref | list[_Ref]] | None) -> None:
         self.body, self.value, self.fields = body, value, fields
 
 
