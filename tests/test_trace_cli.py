@@ -13,7 +13,7 @@ from runner.cli import main
 
 TEXT = """\
 ispm-001 epoch 1 · ok · run 20261201T090000Z-trace
-agent: 2 calls, 320 in / 35 out tokens · judges: 0 calls, 0 in / 0 out tokens · transcript kept
+agent: 2 calls, 320 in / 35 out tokens · judges: 1 calls, 50 in / 9 out tokens · transcript kept
 note: 2 trace.jsonl entries are the agent's own account, not checked by the host
 09:00:01.000  model call 1  messages  claude-x-2026  120 in, 100 cached / 30 out  0.50 s  tool_use
     system: You are an analyst.\\x1b[2J Query with ispm-sql.
@@ -48,6 +48,10 @@ note: 2 trace.jsonl entries are the agent's own account, not checked by the host
     verdict: none
     Nobody <b>left</b> can sign in.
     evidence: 0 items; declared SQL: 1
+09:00:05.500  judge call (openai/judge-x) 1  chat  judge-x-1  50 in / 9 out  0.30 s  stop
+    system: Grade the answer.
+    user: The answer: Nobody left.
+    judge: {"grades": {"answer_correctness": {"grade": "incorrect", "rationale": "misses the leavers"}}}
 09:00:06.000  vote  ref#1  answer_correctness  incorrect
     recall 0.00 (0/18)
 09:00:06.000  vote  ref#1  reasoning_utility  abstain
@@ -98,7 +102,7 @@ def test_trace_prints_json_when_piped_and_with_json(run: Path) -> None:
     assert code == 0 and _ispm("trace", str(run), "--task", "ispm-001", "--json") == (0, piped, "")
     timeline = json.loads(piped)
     assert [e["kind"] for e in timeline["events"]] == [
-        "model_call", "query", "agent_reported", "agent_reported", "query", "model_call", "answer",
+        "model_call", "query", "agent_reported", "agent_reported", "query", "model_call", "answer", "model_call",
         "vote", "vote", "vote", "vote",
     ]  # fmt: skip
     assert timeline["events"][1] == {

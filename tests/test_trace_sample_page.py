@@ -62,7 +62,9 @@ def test_model_and_agent_text_on_the_page_is_inert(run: Path) -> None:
 
 def test_the_page_has_the_conversation_the_sql_log_and_the_votes_in_order(run: Path) -> None:
     kinds = [a.get("data-kind") for tag, a in _tags(_page(run)) if a.get("data-kind")]
-    assert kinds == ["model_call", "query", "agent_reported", "agent_reported", "query", "model_call", "answer"]
+    assert kinds == [
+        "model_call", "query", "agent_reported", "agent_reported", "query", "model_call", "answer", "judge_call",
+    ]  # fmt: skip
     rows = [a for tag, a in _tags(_page(run)) if tag == "tr" and a.get("data-dimension")]
     assert [(r["data-judge"], r["data-dimension"]) for r in rows] == [
         ("ref#1", "answer_correctness"), ("ref#1", "reasoning_utility"),

@@ -3,7 +3,8 @@
 ``write_run`` writes what a run writes (the journal, one transcript stored by the real store, ``record.json``
 built from the journal) for one sample of ``ispm-001``: an agent on Anthropic Messages that makes two streamed
 calls, the SQL tool running one statement after the first (and one that failed), the agent's own trace (one
-entry with a time, one without), the answer, and two reference-judge slots' votes. Everything is at a fixed
+entry with a time, one without), the answer, one judge call (as a model judge's capture keeps it), and two
+reference-judge slots' votes. Everything is at a fixed
 instant, so the timeline and its text are the same on every machine.
 """
 
@@ -120,6 +121,27 @@ def calls(result: str = RESULT) -> list[ModelCallEvent]:
     ]  # fmt: skip
 
 
+JUDGE_REPLY = '{"grades": {"answer_correctness": {"grade": "incorrect", "rationale": "misses the leavers"}}}'
+
+
+def judge_call() -> ModelCallEvent:
+    """Judge A's one call, as the judges' capture keeps it (chat completions, not streamed)."""
+    request = {
+        "model": "judge-x",
+        "messages": [
+            {"role": "system", "content": "Grade the answer."},
+            {"role": "user", "content": "The answer: Nobody left."},
+        ],
+    }
+    return ModelCallEvent(
+        seq=0, caller="judge_a", judge="openai/judge-x", api="chat", provider_api="chat", requested_model="judge-x",
+        stream=False, started_at=at(5.5), latency_s=0.3, status=200, outcome="ok",
+        request=Body(encoding="json", content=request, size=200),
+        response=AssembledResponse(api="chat", model="judge-x-1", blocks=[TextBlock(text=JUDGE_REPLY)],
+                                   stop_reason="stop", usage=ResponseUsage(input_tokens=50, output_tokens=9)),
+    )  # fmt: skip
+
+
 def output() -> SampleOutput:
     """What the host collected: the query log, the agent's own trace, the answer."""
     return SampleOutput(
@@ -162,12 +184,15 @@ def write_run(run_dir: Path, *, with_transcript: bool = True, result: str = RESU
         tasks=[TASK_ID],
         backend="local",
     )
-    ref = None
+    ref = judged = None
     if with_transcript:
         builder = TranscriptBuilder("candidate")
         for call in calls(result):
             builder.add(call)
         ref = builder.write(run_dir, RUN_ID, KEY)
+        judges = TranscriptBuilder("judges")
+        judges.add(judge_call())
+        judged = judges.write(run_dir, RUN_ID, KEY)
     figures = [
         ModelCall(api="messages", provider_api="messages", requested_model="claude-x", stream=True, outcome="ok",
                   status=200, input_tokens=i, output_tokens=o, cached_tokens=c, returned_model="claude-x-2026",
@@ -181,7 +206,8 @@ def write_run(run_dir: Path, *, with_transcript: bool = True, result: str = RESU
         RunStarted(ts=iso(0), run_id=RUN_ID, spec=spec, digests=digests(), runner_version="0.1.0",
                    images={"example/sdk-agent:1": "sha256:" + "ab" * 32}),
         SampleFinished(ts=iso(5), output=output(), usage=usage, transcript=ref),
-        SampleGraded(ts=iso(6), task_id=TASK_ID, epoch=1, graded=True, votes=votes(), grade_s=0.5),
+        SampleGraded(ts=iso(6), task_id=TASK_ID, epoch=1, graded=True, votes=votes(), grade_s=0.5,
+                     transcript=judged),
         RunFinished(ts=iso(7), used_s=7.0),
     ]  # fmt: skip
     with Journal(run_dir / JOURNAL_NAME) as journal:

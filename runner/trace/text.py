@@ -17,6 +17,8 @@ from runner.trace.timeline import AgentStep, AnswerStep, CallStep, CapStep, Quer
 
 MAX_TEXT_CHARS = 400
 """Characters of one piece of content printed; the rest is counted (``--json`` prints everything)."""
+MAX_AGENT_CHARS = 160
+"""Characters of one of the agent's own trace entries printed: they repeat what the host saw, at length."""
 INDENT = "    "
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -50,12 +52,13 @@ def _tokens(step: CallStep) -> str:
     return f"{u.input_tokens} in{cached} / {u.output_tokens} out"
 
 
-def _message(message: Message, sql: SqlLayout) -> Iterator[str]:
+def _message(message: Message, sql: SqlLayout, role: str | None = None) -> Iterator[str]:
+    who = role or message.role
     for part in message.parts:
         if isinstance(part, TextBlock):
-            yield from _block(f"{message.role}: {cut(part.text)}")
+            yield from _block(f"{who}: {cut(part.text)}")
         elif isinstance(part, ReasoningBlock):
-            yield from _block(f"{message.role} reasoning: {'[redacted]' if part.redacted else cut(part.text)}")
+            yield from _block(f"{who} reasoning: {'[redacted]' if part.redacted else cut(part.text)}")
         elif isinstance(part, ToolCallBlock):
             found = sql_of_call(part.input)
             yield f"{INDENT}tool call {inert(part.name)} ({inert(part.id or 'no id')}): {cut(part.arguments)}"
@@ -65,7 +68,7 @@ def _message(message: Message, sql: SqlLayout) -> Iterator[str]:
             error = " (error)" if part.is_error else ""
             yield from _block(f"tool result ({inert(part.call_id or 'no id')}){error}: {cut(part.text)}")
         elif isinstance(part, OtherBlock):
-            yield f"{INDENT}{message.role}: [{inert(part.provider_type)}]"
+            yield f"{INDENT}{who}: [{inert(part.provider_type)}]"
 
 
 def _call(step: CallStep, sql: SqlLayout) -> Iterator[str]:
@@ -91,7 +94,7 @@ def _call(step: CallStep, sql: SqlLayout) -> Iterator[str]:
     if step.reply is not None:
         if not step.complete:
             yield f"{INDENT}(the reply was cut; what arrived:)"
-        yield from _message(step.reply, sql)
+        yield from _message(step.reply, sql, None if step.caller == "candidate" else "judge")
 
 
 def _query(step: QueryStep, sql: SqlLayout) -> Iterator[str]:
@@ -136,7 +139,7 @@ def lines(timeline: SampleTimeline, sql: SqlLayout | None = None) -> Iterator[st
             yield from _query(step, layout)
         elif isinstance(step, AgentStep):
             text = json.dumps(step.entry, ensure_ascii=False, sort_keys=True, default=str)
-            yield f"{_time(step)}  reported by the agent: {cut(text)}"
+            yield f"{_time(step)}  reported by the agent: {cut(text, MAX_AGENT_CHARS)}"
         elif isinstance(step, AnswerStep):
             yield from _answer(step)
         elif isinstance(step, VoteStep):

@@ -420,6 +420,10 @@ def build_timeline(
             if isinstance(event, CapReachedEvent):
                 first_omitted = next((c.at for c in calls if c.caller == event.caller and c.content == "omitted"), None)
                 steps.append(CapStep(at=first_omitted, **event.model_dump(exclude={"kind"})))
+                notes.append(
+                    f"the capture cap was reached for the {event.caller}: {event.calls_omitted} calls kept their "
+                    "figures only"
+                )
         state: Literal["kept", "none", "unreadable"] = "kept"
     else:
         usage = finished.usage if finished is not None else None
