@@ -16,7 +16,7 @@ total: a body of an unexpected shape becomes :class:`~runner.trace.model.OtherBl
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -67,6 +67,37 @@ class Request(_Model):
     """The conversation sent, system messages excluded."""
     tools: list[str] = Field(default_factory=list)
     """The names of the tools offered."""
+
+
+class Memo:
+    """What one reader has already read, by the identity of the JSON value it came from.
+
+    A transcript read back holds a resent message as the same object in every request that carries it, so reading
+    each object once (and fingerprinting each message once) makes reading a conversation of n calls linear in its
+    distinct messages rather than quadratic in its requests. The values are never changed after they are read.
+    """
+
+    def __init__(self) -> None:
+        self._messages: dict[int, tuple[Any, Message]] = {}
+        self._prints: dict[int, tuple[Message, str]] = {}
+
+    def message(self, item: Any, read: Callable[[Any], Message]) -> Message:
+        """``read(item)``, once per object (the object is kept, so its id is not reused)."""
+        hit = self._messages.get(id(item))
+        if hit is not None and hit[0] is item:
+            return hit[1]
+        message = read(item)
+        self._messages[id(item)] = (item, message)
+        return message
+
+    def fingerprint(self, message: Message) -> str:
+        """:func:`fingerprint` of ``message``, once per object."""
+        hit = self._prints.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        found = fingerprint(message)
+        self._prints[id(message)] = (message, found)
+        return found
 
 
 def _text(value: Any) -> str:
@@ -137,19 +168,20 @@ def _messages_block(block: Any) -> Part:
     return _other(_text(kind), block)
 
 
-def _read_messages(body: dict[str, Any]) -> Request:
+def _messages_item(item: Any) -> Message:
+    if not isinstance(item, dict):
+        return Message(role="user", parts=[_other("unknown", item)])
+    role: Role = "assistant" if item.get("role") == "assistant" else "user"
+    content = item.get("content")
+    blocks = content if isinstance(content, list) else [content if isinstance(content, str) else _text(content)]
+    return Message(role=role, parts=[_messages_block(b) for b in blocks])
+
+
+def _read_messages(body: dict[str, Any], memo: Memo) -> Request:
     system = body.get("system")
     if isinstance(system, list):
         system = "\n".join(b.get("text", "") if isinstance(b, dict) else _text(b) for b in system)
-    messages = []
-    for item in body.get("messages") or []:
-        if not isinstance(item, dict):
-            messages.append(Message(role="user", parts=[_other("unknown", item)]))
-            continue
-        role: Role = "assistant" if item.get("role") == "assistant" else "user"
-        content = item.get("content")
-        blocks = content if isinstance(content, list) else [content if isinstance(content, str) else _text(content)]
-        messages.append(Message(role=role, parts=[_messages_block(b) for b in blocks]))
+    messages = [memo.message(item, _messages_item) for item in body.get("messages") or []]
     return Request(system=None if system is None else _text(system), messages=messages, tools=_tool_names(body))
 
 
@@ -171,34 +203,38 @@ def _chat_content(content: Any) -> list[Part]:
     return [_other("unknown", content)]
 
 
-def _read_chat(body: dict[str, Any]) -> Request:
+def _chat_item(item: Any) -> Message:
+    """One chat message (a system message that opens the conversation is the caller's to take as the system
+    prompt; one here was sent later, and is shown where it was sent)."""
+    if not isinstance(item, dict):
+        return Message(role="user", parts=[_other("unknown", item)])
+    role = item.get("role")
+    if role == "tool":
+        result = ToolResultBlock(call_id=item.get("tool_call_id"), text=_result_text(item.get("content")))
+        return Message(role="tool", parts=[result])
+    if role == "assistant":
+        parts: list[Part] = []
+        reasoning = item.get("reasoning_content") or item.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            parts.append(ReasoningBlock(text=reasoning))
+        parts += _chat_content(item.get("content"))
+        for call in item.get("tool_calls") or []:
+            function = call.get("function", {}) if isinstance(call, dict) else {}
+            call_id = call.get("id") if isinstance(call, dict) else None
+            parts.append(_tool_call(call_id, function.get("name", ""), function.get("arguments", "")))
+        return Message(role="assistant", parts=parts)
+    shown: Role = "system" if role in ("system", "developer") else "user"
+    return Message(role=shown, parts=_chat_content(item.get("content")))
+
+
+def _read_chat(body: dict[str, Any], memo: Memo) -> Request:
     system: list[str] = []
     messages: list[Message] = []
     for item in body.get("messages") or []:
-        if not isinstance(item, dict):
-            messages.append(Message(role="user", parts=[_other("unknown", item)]))
-            continue
-        role = item.get("role")
-        if role in ("system", "developer") and not messages:
+        if isinstance(item, dict) and item.get("role") in ("system", "developer") and not messages:
             system.append(_result_text(item.get("content")))
-        elif role == "tool":
-            result = ToolResultBlock(call_id=item.get("tool_call_id"), text=_result_text(item.get("content")))
-            messages.append(Message(role="tool", parts=[result]))
-        elif role == "assistant":
-            parts: list[Part] = []
-            reasoning = item.get("reasoning_content") or item.get("reasoning")
-            if isinstance(reasoning, str) and reasoning:
-                parts.append(ReasoningBlock(text=reasoning))
-            parts += _chat_content(item.get("content"))
-            for call in item.get("tool_calls") or []:
-                function = call.get("function", {}) if isinstance(call, dict) else {}
-                call_id = call.get("id") if isinstance(call, dict) else None
-                parts.append(_tool_call(call_id, function.get("name", ""), function.get("arguments", "")))
-            messages.append(Message(role="assistant", parts=parts))
         else:
-            # A system message after the conversation began is shown where it was sent.
-            shown: Role = "system" if role in ("system", "developer") else "user"
-            messages.append(Message(role=shown, parts=_chat_content(item.get("content"))))
+            messages.append(memo.message(item, _chat_item))
     return Request(system="\n".join(system) if system else None, messages=messages, tools=_tool_names(body))
 
 
@@ -236,12 +272,12 @@ def _responses_item(item: Any) -> Message:
     return Message(role="user", parts=[_other(_text(kind), item)])
 
 
-def _read_responses(body: dict[str, Any]) -> Request:
+def _read_responses(body: dict[str, Any], memo: Memo) -> Request:
     given = body.get("input")
     items = [{"type": "message", "role": "user", "content": given}] if isinstance(given, str) else given or []
     messages: list[Message] = []
     for item in items:
-        message = _responses_item(item)
+        message = memo.message(item, _responses_item)
         # Responses sends an assistant turn as several items (reasoning, text, each call): one message again.
         if message.role == "assistant" and messages and messages[-1].role == "assistant":
             messages[-1] = Message(role="assistant", parts=[*messages[-1].parts, *message.parts])
@@ -263,19 +299,21 @@ def _tool_names(body: dict[str, Any]) -> list[str]:
     return names
 
 
-def read_request(api: CallApi, body: Any) -> Request:
-    """The conversation a request body carries, read in the shape of ``api``.
+def read_request(api: CallApi, body: Any, memo: Memo | None = None) -> Request:
+    """The conversation a request body carries, read in the shape of ``api``; ``memo`` (one per reader of a
+    transcript) reads each resent message once.
 
     A body that is not a JSON object (text, binary, omitted) reads as an empty request; its note is the caller's
     to show.
     """
     if not isinstance(body, dict):
         return Request()
+    memo = memo or Memo()
     if api == "messages" or api == "count_tokens":
-        return _read_messages(body)
+        return _read_messages(body, memo)
     if api == "chat":
-        return _read_chat(body)
-    return _read_responses(body)
+        return _read_chat(body, memo)
+    return _read_responses(body, memo)
 
 
 def reply_message(blocks: Sequence[ResponseBlock]) -> Message:
@@ -283,7 +321,7 @@ def reply_message(blocks: Sequence[ResponseBlock]) -> Message:
     return Message(role="assistant", parts=list(blocks))
 
 
-def _fingerprint(message: Message) -> str:
+def fingerprint(message: Message) -> str:
     """What makes two messages the same turn: role and content, not provider signatures or cache hints."""
     parts: list[object] = []
     for p in message.parts:
@@ -300,7 +338,7 @@ def _fingerprint(message: Message) -> str:
 
 
 def new_messages(
-    previous: Sequence[Message] | None, reply: Message | None, current: Sequence[Message]
+    previous: Sequence[Message] | None, reply: Message | None, current: Sequence[Message], memo: Memo | None = None
 ) -> tuple[list[Message], bool]:
     """What ``current`` (a request's messages) adds to the previous request and its reply.
 
@@ -310,11 +348,13 @@ def new_messages(
     """
     if previous is None:
         return list(current), False
-    had = [_fingerprint(m) for m in previous]
-    now = [_fingerprint(m) for m in current]
-    if now[: len(had)] != had:
+    prints = memo.fingerprint if memo is not None else fingerprint
+    if len(current) < len(previous):
         return list(current), True
-    rest = list(current[len(had) :])
+    # Message by message, so a long history costs one comparison of fingerprints per message, not a list built.
+    if any(a is not b and prints(a) != prints(b) for a, b in zip(previous, current, strict=False)):
+        return list(current), True
+    rest = list(current[len(previous) :])
     if reply is not None and rest and rest[0].role == "assistant":
         rest = rest[1:]
     return rest, False

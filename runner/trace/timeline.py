@@ -33,7 +33,7 @@ from runner.gateway.model import ModelCall
 from runner.grading.grades import Dimension, Grade
 from runner.grading.model import JudgeFailure
 from runner.run.journal import JOURNAL_NAME, RunStarted, SampleFinished, SampleGraded, read_entries
-from runner.trace.conversation import Message, new_messages, read_request, reply_message
+from runner.trace.conversation import Memo, Message, new_messages, read_request, reply_message
 from runner.trace.model import (
     CallApi,
     Caller,
@@ -259,9 +259,10 @@ def call_steps(calls: Sequence[ModelCallEvent]) -> list[CallStep]:
     """The transcript's calls as steps, each with what it added to its caller's conversation."""
     steps: list[CallStep] = []
     last: dict[str, tuple[list[Message], Message | None, str | None, list[str]]] = {}
+    memo = Memo()
     for call in calls:
         lane = f"{call.caller}:{call.judge}"
-        request = read_request(call.api, call.request.content if call.request.encoding == "json" else None)
+        request = read_request(call.api, call.request.content if call.request.encoding == "json" else None, memo)
         reply = reply_message(call.response.blocks) if call.response is not None else None
         note = None
         if call.content_omitted:
@@ -271,7 +272,7 @@ def call_steps(calls: Sequence[ModelCallEvent]) -> list[CallStep]:
         previous = last.get(lane)
         if note is None:
             before, answered = (previous[0], previous[1]) if previous else (None, None)
-            sent, rewritten = new_messages(before, answered, request.messages)
+            sent, rewritten = new_messages(before, answered, request.messages, memo)
             last[lane] = (request.messages, reply, request.system, request.tools)
         else:
             sent, rewritten = [], False
