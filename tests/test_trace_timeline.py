@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trace_runs import BAD_SQL, KEY, SQL, at, write_run
+from trace_runs import BAD_SQL, KEY, SQL, at, calls, write_run
 
 from runner.trace.conversation import Message, ToolResultBlock, new_messages, read_request
 from runner.trace.model import CallApi, OtherBlock, ReasoningBlock, TextBlock, ToolCallBlock
+from runner.trace.reader import load_transcript
 from runner.trace.sql_text import MAX_FORMAT_CHARS, SqlLayout, format_sql, sql_of_call
 from runner.trace.text import cut, inert
-from runner.trace.timeline import AgentStep, CallStep, QueryStep, in_time_order, read_timeline
+from runner.trace.timeline import AgentStep, CallStep, QueryStep, call_steps, in_time_order, read_timeline
 
 MESSAGES = {
     "system": [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
@@ -166,3 +167,11 @@ def test_a_pages_sql_budget_once_spent_leaves_the_rest_as_written() -> None:
 def test_terminal_text_is_inert_and_cut() -> None:
     assert inert("a\x1b[2Jb\x07\tc\nd\x9b") == "a\\x1b[2Jb\\x07\tc\nd\\x9b"
     assert cut("x" * 410, 400) == "x" * 400 + "… (10 more characters)"
+
+
+def test_a_history_read_back_from_the_store_reads_as_the_same_calls_as_one_sent_fresh(tmp_path: Path) -> None:
+    # The store hands back a resent message as one shared object, which the reader reads once; copies must not differ.
+    run = write_run(tmp_path / "run")
+    stored = load_transcript(run, KEY).calls("candidate")
+    assert stored[0].request.content["messages"][0] is stored[1].request.content["messages"][0]
+    assert call_steps(stored) == call_steps(calls())
