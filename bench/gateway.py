@@ -214,6 +214,10 @@ def _run_gateway(conn: Connection, candidate: str, fake_url: str, sock: str, cap
             pauses.append(time.perf_counter() - started[0])
 
     gc.callbacks.append(timed)
+
+    async def loop_cpu() -> float:  # the agents' path alone: the loop thread's CPU, without the capture's writer
+        return time.thread_time()
+
     with Gateway(candidate, capture=capture) as gw:
         _, port = gw.listen_tcp()
         gw.listen_unix(sock)
@@ -221,6 +225,8 @@ def _run_gateway(conn: Connection, candidate: str, fake_url: str, sock: str, cap
         while (command := conn.recv()) != "stop":
             if command == "cpu":
                 conn.send(time.process_time())
+            elif command == "loop_cpu":
+                conn.send(gw._loop.run(loop_cpu()))
             elif command == "gc":  # the longest collection since the last ask
                 conn.send(max(pauses, default=0.0))
                 pauses.clear()
@@ -489,25 +495,35 @@ def _measured(bench: Bench, scenario: Scenario, rounds: int) -> tuple[dict[tuple
     """The scenario's samples, and what the gateways' processes spent in CPU per request and per event."""
     for g in bench.gateways:
         bench.ask(g, "drop")  # the transcripts of earlier scenarios
-    before = {g: (bench.ask(g, "cpu"), bench.ask(g, "requests")) for g in bench.gateways}
+    before = {g: (bench.ask(g, "cpu"), bench.ask(g, "requests"), bench.ask(g, "loop_cpu")) for g in bench.gateways}
     for g in bench.gateways:
         bench.ask(g, "gc")  # forget the collections of earlier scenarios
     results = _run_scenario(bench, scenario, rounds, bench.paths)
-    spent = {g: (bench.ask(g, "cpu") - before[g][0], bench.ask(g, "requests") - before[g][1]) for g in bench.gateways}
+    spent = {
+        g: (
+            bench.ask(g, "cpu") - before[g][0],
+            bench.ask(g, "requests") - before[g][1],
+            bench.ask(g, "loop_cpu") - before[g][2],
+        )
+        for g in bench.gateways
+    }
     longest_gc = max(bench.ask(g, "gc") for g in bench.gateways) * 1000
     lines = []
-    per_event: dict[bool, float] = {}
+    per_event: dict[bool, tuple[float, float]] = {}
     for capture in (True, False):
         group = [v for g, v in spent.items() if g.endswith("-nocap") != capture]
-        cpu, requests = sum(c for c, _ in group), sum(r for _, r in group)
+        cpu, requests, loop = sum(v[0] for v in group), sum(v[1] for v in group), sum(v[2] for v in group)
         per_request = cpu / max(requests, 1) * 1000
-        per_event[capture] = per_request / max(scenario.events, 1) * 1000
+        events = max(requests, 1) * max(scenario.events, 1)
+        per_event[capture] = (cpu / events * 1e6, loop / events * 1e6)
         lines.append(
             f"capture {'on' if capture else 'off'}: {requests} requests, gateway CPU {per_request:.2f} ms per request"
-            f" ({per_event[capture]:.0f} µs per text delta)"
+            f" ({per_event[capture][0]:.0f} µs per text delta, {per_event[capture][1]:.0f} of them the loop thread's)"
         )
-    ratio = per_event[True] / per_event[False] if per_event[False] else float("nan")
-    return results, ("; ".join(lines) + f"; CPU on/off ×{ratio:.3f}; longest garbage collection {longest_gc:.1f} ms")
+    on, off = per_event[True], per_event[False]
+    if off[0] and off[1]:
+        lines.append(f"CPU per event on/off ×{on[0] / off[0]:.3f}, the loop thread's ×{on[1] / off[1]:.3f}")
+    return results, "; ".join(lines) + f"; longest garbage collection {longest_gc:.1f} ms"
 
 
 def _profile(bench: Bench, scenario: Scenario, target: str, rounds: int) -> None:

@@ -68,6 +68,7 @@ class TextBlock(_Model):
     """Text the model wrote."""
 
     type: Literal["text"] = "text"
+    """The tag: ``text``."""
     text: str
     """The text, the stream's deltas joined."""
 
@@ -76,6 +77,7 @@ class ToolCallBlock(_Model):
     """A tool call the model made (a function call in OpenAI's APIs, a ``tool_use`` block in Messages)."""
 
     type: Literal["tool_call"] = "tool_call"
+    """The tag: ``tool_call``."""
     id: str | None
     """The call's id, which the tool result refers to."""
     name: str
@@ -90,6 +92,7 @@ class ReasoningBlock(_Model):
     """Reasoning or thinking the provider returned (Anthropic ``thinking``, OpenAI reasoning summaries)."""
 
     type: Literal["reasoning"] = "reasoning"
+    """The tag: ``reasoning``."""
     text: str
     """The reasoning text; empty when the provider returned it redacted or encrypted."""
     redacted: bool = False
@@ -102,6 +105,7 @@ class OtherBlock(_Model):
     """A content block of a kind the assembler does not model, kept as the provider sent it."""
 
     type: Literal["other"] = "other"
+    """The tag: ``other``."""
     provider_type: str
     """The provider's name for it (``server_tool_use``, ``refusal``, ...)."""
     raw: Any
@@ -167,6 +171,7 @@ class ModelCallEvent(_Model):
     """One model call: the request as sent, the response as assembled, and how it ended."""
 
     kind: Literal["model_call"] = "model_call"
+    """The tag: ``model_call``."""
     seq: int
     """The call's number within its caller's calls of this sample, from 0, in arrival order."""
     caller: Caller
@@ -211,6 +216,7 @@ class CapReachedEvent(_Model):
     """The sample's capture cap was reached: what came after is counted, not kept; the sample goes on."""
 
     kind: Literal["cap_reached"] = "cap_reached"
+    """The tag: ``cap_reached``."""
     caller: Caller
     """Whose part of the transcript reached its cap."""
     limit_bytes: int

@@ -96,6 +96,7 @@ class StoredCall(_Stored):
     """A :class:`ModelCallEvent` with its request, response and error body moved to blobs."""
 
     kind: Literal["model_call"] = "model_call"
+    """The tag: ``model_call``."""
     meta: dict[str, Any]
     """Every other field of the event, validated by :class:`ModelCallEvent` when read."""
     request: StoredBody
