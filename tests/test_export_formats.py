@@ -1,6 +1,7 @@
 """``ispm export`` checked by the formats' own tools: every ATIF trajectory validates against the ``atif`` package's
-models (ATIF v1.8), and the Inspect log loads with ``inspect_ai.log.read_eval_log`` and goes through ``inspect view
-bundle``, which lists it as the viewer does.
+models (ATIF v1.8), and the Inspect log loads with ``inspect_ai.log.read_eval_log``, goes through ``inspect view
+bundle``, which lists it as the viewer does, and is listed and opened by the viewer's own server (``inspect view
+start``, on loopback, asked through its API as the viewer's page asks it).
 
 Runs: the hand-written one of ``trace_runs`` (a transcript, and the same run without one), and ``report_runs.mixed``
 (a real run with gold answers, empty ones, timeouts and hostile SQL, and no model at all).
@@ -9,11 +10,15 @@ Runs: the hand-written one of ``trace_runs`` (a transcript, and the same run wit
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
+from urllib.parse import quote
 
 import atif
+import httpx
 import pytest
 from inspect_ai.log import read_eval_log
 from report_runs import MIXED_TASKS, mixed
@@ -131,3 +136,43 @@ def test_inspect_view_bundles_the_log_and_lists_it(run: Path, tmp_path: Path) ->
     )
     assert (bundle / "logs" / written.name).read_bytes() == written.read_bytes()
     assert (bundle / "index.html").is_file()
+
+
+@pytest.mark.slow
+def test_the_inspect_viewers_own_server_lists_and_opens_the_log(run: Path, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    written = write_inspect(run, logs, TASKS)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    viewer = subprocess.Popen(
+        [str(INSPECT), "view", "start", "--log-dir", str(logs), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}/api"
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                listing = httpx.get(f"{base}/log-files", timeout=5).json()
+                break
+            except httpx.TransportError:
+                assert viewer.poll() is None and time.monotonic() < deadline, "inspect view did not start"
+                time.sleep(0.5)
+        (entry,) = listing["files"]
+        assert entry["name"] == written.as_uri()
+        opened = httpx.get(f"{base}/logs/{quote(entry['name'], safe='')}", timeout=60)
+        assert opened.status_code == 200
+        log = opened.json()
+        assert (log["eval"]["task"], log["status"], len(log["samples"])) == ("ispm-enterprise-sql/v1", "success", 1)
+        assert [m["role"] for m in log["samples"][0]["messages"]] == [
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+        ]
+    finally:
+        viewer.terminate()
+        viewer.wait(timeout=30)
