@@ -22,7 +22,7 @@ import httpx
 import pytest
 from inspect_ai.log import read_eval_log
 from report_runs import MIXED_TASKS, mixed
-from trace_runs import KEY, PROMPT, REPLY, SQL, SYSTEM, task_set, write_run
+from trace_runs import AGENT_SAYS, KEY, PROMPT, REPLY, SQL, SYSTEM, task_set, write_run
 
 from runner.record.build import load_record
 from runner.trace.export import write_atif, write_inspect
@@ -66,7 +66,7 @@ def test_a_trajectory_holds_the_conversation_the_host_saw(run: Path, tmp_path: P
     assert answer.message.startswith("The host collected the answer (status ok): Nobody")
     ispm = (doc.extra or {})["ispm"]
     assert (ispm["task_id"], ispm["epoch"], len(ispm["votes"])) == (KEY.task_id, KEY.epoch, 4)
-    assert ispm["agent_reported_trace"][1] == {"type": "result", "subtype": "success"}
+    assert ispm["agent_reported_trace"][1] == {"type": "result", "subtype": AGENT_SAYS}
 
 
 def test_without_a_transcript_the_calls_are_figures_and_the_sql_hangs_on_the_last(bare: Path, tmp_path: Path) -> None:

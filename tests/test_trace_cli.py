@@ -35,7 +35,7 @@ note: 2 trace.jsonl entries are the agent's own account, not checked by the host
     GROUP BY
       status
 09:00:02.200  reported by the agent: {"note": "ran the count", "ts": "2026-12-01T09:00:02.200000+00:00"}
---:--:--.---  reported by the agent: {"subtype": "success", "type": "result"}
+--:--:--.---  reported by the agent: {"subtype": "</pre><script>window.pwned = 3</script>", "type": "result"}
 09:00:02.499  SQL  error: no such column: nope  1.0 ms
     SELECT
       nope
@@ -118,7 +118,7 @@ def test_trace_prints_json_when_piped_and_with_json(run: Path) -> None:
         "kind": "agent_reported",
         "at": None,
         "reported_by": "agent",
-        "entry": {"type": "result", "subtype": "success"},
+        "entry": {"type": "result", "subtype": "</pre><script>window.pwned = 3</script>"},
     }
     sent = timeline["events"][5]["sent"]
     assert sent == [

@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from trace_runs import KEY, REPLY, task_set, write_run
+from trace_runs import AGENT_SAYS, KEY, REPLY, task_set, write_run
 
 from runner.record.report import REPORT_NAME, write_report
 from runner.record.sample_page import MAX_SHOWN_CHARS, SAMPLES_DIR, page_name, sample_page_path, shown
@@ -56,6 +56,7 @@ def test_model_and_agent_text_on_the_page_is_inert(run: Path) -> None:
     assert not [a for _, a in tags if any(k.startswith("on") for k in a)]
     assert "Counting users &lt;script&gt;window.pwned = 1&lt;/script&gt;" in page and REPLY not in page
     assert "Nobody &lt;b&gt;left&lt;/b&gt; can sign in." in page
+    assert AGENT_SAYS not in page and "&lt;/pre&gt;&lt;script&gt;window.pwned = 3" in page  # the agent's own trace
     # The page loads nothing from outside.
     assert not [a for _, a in tags if any((v or "").startswith(("http:", "https:", "//")) for v in a.values())]
 

@@ -45,6 +45,7 @@ PROMPT = "Which leavers can still sign in?"
 SYSTEM = "You are an analyst.\x1b[2J Query with ispm-sql."
 REPLY = "Counting users <script>window.pwned = 1</script>"
 RESULT = "status | n\nACTIVE | 1224"
+AGENT_SAYS = "</pre><script>window.pwned = 3</script>"
 ANSWER = Answer(response="Nobody <b>left</b> can sign in.", verdict=None, queries=[SQL])
 
 
@@ -155,7 +156,7 @@ def output() -> SampleOutput:
                 ts=at(2.5).isoformat(), sql=BAD_SQL, row_count=0, duration_ms=1.0, error="no such column: nope"
             ),
         ],
-        trace=[{"ts": iso(2.2), "note": "ran the count"}, {"type": "result", "subtype": "success"}],
+        trace=[{"ts": iso(2.2), "note": "ran the count"}, {"type": "result", "subtype": AGENT_SAYS}],
         timings=SampleTimings(create=0.5, start=0.5, agent=4.0, collect=0.5, remove=0.5),
     )
 
