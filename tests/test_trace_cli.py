@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import atif
 import pytest
 from click.testing import CliRunner
+from inspect_ai.log import read_eval_log
 from trace_runs import write_run
 
 from runner.cli import main
@@ -159,9 +161,10 @@ def test_export_atif_says_where_and_how_many(run: Path, tmp_path: Path) -> None:
         "",
     )
     assert sorted(p.name for p in out.iterdir()) == ["ispm-001.e1.trajectory.json"]
+    atif.Trajectory.model_validate_json((out / "ispm-001.e1.trajectory.json").read_text(encoding="utf-8"))
 
 
 def test_export_inspect_writes_beside_the_run_folder_by_default(run: Path) -> None:
     expected = run.parent / "run.inspect" / "2026-12-01T09-00-00_ispm-enterprise-sql_20261201T090000Z-trace.json"
     assert _ispm("export", str(run), "--format", "inspect") == (0, f"{expected}: Inspect eval log\n", "")
-    assert expected.is_file()
+    assert read_eval_log(str(expected)).eval.run_id == "20261201T090000Z-trace"
