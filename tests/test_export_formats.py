@@ -101,6 +101,8 @@ def test_the_inspect_log_loads_with_messages_scores_and_usage(run: Path, tmp_pat
     assert "ref#2: incorrect: recall 0.00 (0/18)" in (sample.scores["answer_correctness"].explanation or "")
     usage = sample.model_usage["anthropic/claude-x"]
     assert (usage.input_tokens, usage.input_tokens_cache_read, usage.output_tokens) == (220, 100, 35)
+    judge = sample.model_usage["openai/judge-x"]  # the judge's call, under its alias
+    assert (judge.input_tokens, judge.output_tokens) == (50, 9)
     assert log.results is not None
     means = {s.name: s.metrics["mean"].value for s in log.results.scores if "mean" in s.metrics}
     assert means == {"answer_correctness": 0.0}

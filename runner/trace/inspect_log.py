@@ -152,7 +152,7 @@ class SampleOut(_Log):
     metadata: dict[str, Any]
     """The sample's status, failure, answer, SQL and notes."""
     model_usage: dict[str, UsageOut]
-    """The agent's tokens, by model."""
+    """The agent's tokens under the candidate model, each model judge's under its alias."""
     started_at: str | None = None
     """When its first model call began."""
     completed_at: str | None = None
@@ -294,6 +294,29 @@ def _time(at: datetime | None) -> str | None:
     return at.isoformat() if at is not None else None
 
 
+def _usage(input_tokens: int, output_tokens: int, cached: int, reasoning: int) -> UsageOut:
+    # Inspect counts cache reads apart from input_tokens; the gateway counts them inside.
+    return UsageOut(
+        input_tokens=input_tokens - cached,
+        output_tokens=output_tokens,
+        total_tokens=input_tokens + output_tokens,
+        input_tokens_cache_read=cached or None,
+        reasoning_tokens=reasoning or None,
+    )
+
+
+def _usage_by_model(calls: Sequence[tuple[str, CallStep]]) -> dict[str, UsageOut]:
+    """Each model's tokens over ``calls``: the agent's under the candidate, a judge's under its alias."""
+    sums: dict[str, list[int]] = {}
+    for name, call in calls:
+        u = call.usage
+        if u is not None:
+            total = sums.setdefault(name, [0, 0, 0, 0])
+            for i, n in enumerate((u.input_tokens, u.output_tokens, u.cached_tokens, u.reasoning_tokens)):
+                total[i] += n
+    return {name: _usage(*figures) for name, figures in sums.items()}
+
+
 def eval_sample(timeline: SampleTimeline, prompt: str, consensus: dict[str, Grade], model: str) -> SampleOut:
     """One sample of the log."""
     answer = next((e for e in timeline.events if isinstance(e, AnswerStep)), None)
@@ -301,15 +324,8 @@ def eval_sample(timeline: SampleTimeline, prompt: str, consensus: dict[str, Grad
     verdict = answer.answer.verdict if answer and answer.answer else None
     response = answer.answer.response if answer and answer.answer else ""
     calls = [e for e in timeline.events if isinstance(e, CallStep) and e.caller == "candidate"]
-    a = timeline.agent
-    usage = {}
-    if a.calls:
-        usage[model] = UsageOut(
-            input_tokens=a.input_tokens - a.cached_tokens,
-            output_tokens=a.output_tokens,
-            total_tokens=a.input_tokens + a.output_tokens,
-            input_tokens_cache_read=a.cached_tokens or None,
-        )
+    judged = [e for e in timeline.events if isinstance(e, CallStep) and e.caller != "candidate"]
+    usage = _usage_by_model([(model, c) for c in calls] + [(c.judge or c.caller, c) for c in judged])
     failed = answer is not None and answer.status != "ok"
     return SampleOut(
         id=timeline.task_id,
@@ -360,13 +376,10 @@ def eval_log(record: RunRecord, samples: list[SampleOut]) -> EvalLogOut:
     agent = record.agent_tokens
     usage = {}
     if agent is not None:
-        usage[model] = UsageOut(
-            input_tokens=agent.input_tokens - agent.cached_tokens,
-            output_tokens=agent.output_tokens,
-            total_tokens=agent.input_tokens + agent.output_tokens,
-            input_tokens_cache_read=agent.cached_tokens or None,
-            reasoning_tokens=agent.reasoning_tokens or None,
-        )
+        usage[model] = _usage(agent.input_tokens, agent.output_tokens, agent.cached_tokens, agent.reasoning_tokens)
+    for slot, judged in record.judge_tokens.items():
+        if judged.requests:
+            usage[slot] = _usage(judged.input_tokens, judged.output_tokens, 0, 0)
     status: Literal["started", "success", "error"] = "started"
     if record.status == "completed":
         status = "success"
