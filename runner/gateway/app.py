@@ -610,7 +610,9 @@ class _Relay(Response):
         self.agent_wants_usage = isinstance(opts, dict) and bool(opts.get("include_usage"))
         self.seen = seen
         # The provider's events, parsed, for the transcript: one append each here, assembled by the capture's thread.
-        self.captured: list[tuple[str, dict[str, Any]]] | None = [] if core.capture is not None else None
+        # Kept as text, not the parsed dicts: text is not tracked by the garbage collector, so holding a stream's
+        # events until its end costs the collections nothing; the capture's thread parses them again.
+        self.captured: list[tuple[str, str]] | None = [] if core.capture is not None else None
         self.uncaptured = 0  # events past MAX_CAPTURED_EVENTS: counted only
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -665,7 +667,7 @@ class _Relay(Response):
                 event = "" if sse.event == "message" else sse.event
                 if captured is not None:
                     if len(captured) < MAX_CAPTURED_EVENTS:
-                        captured.append((event, data))
+                        captured.append((event, text))
                     else:
                         self.uncaptured += 1
                 self.watch.feed(event, data)
@@ -747,7 +749,7 @@ class _Relay(Response):
             outcome,
             request=self.request_body,
             provider_api=self.provider_api,
-            events=self.captured,
+            raw_events=self.captured,
             events_uncaptured=self.uncaptured,
             error=error,
             cut_by=cut_by,

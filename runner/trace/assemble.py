@@ -116,6 +116,20 @@ class StreamAssembler:
         return found
 
     def _chat(self, data: dict[str, Any]) -> None:
+        choices = data.get("choices")
+        if self.model is not None and type(choices) is list and len(choices) == 1 and "usage" not in data:
+            # Nearly every chunk after the first is one text delta: taken first, and fastest.
+            choice = choices[0]
+            delta = choice.get("delta") if type(choice) is dict else None
+            if (
+                type(delta) is dict
+                and len(delta) == 1
+                and "content" in delta
+                and not choice.get("finish_reason")
+                and choice.get("index", 0) == 0
+            ):
+                self._add(self._block("text", "text"), delta["content"])
+                return
         self.id = self.id or (data.get("id") if isinstance(data.get("id"), str) else None)
         self.model = self.model or (data.get("model") if isinstance(data.get("model"), str) else None)
         if isinstance(data.get("usage"), dict):
