@@ -168,3 +168,11 @@ def test_export_inspect_writes_beside_the_run_folder_by_default(run: Path) -> No
     expected = run.parent / "run.inspect" / "2026-12-01T09-00-00_ispm-enterprise-sql_20261201T090000Z-trace.json"
     assert _ispm("export", str(run), "--format", "inspect") == (0, f"{expected}: Inspect eval log\n", "")
     assert read_eval_log(str(expected)).eval.run_id == "20261201T090000Z-trace"
+
+
+@pytest.mark.parametrize("fmt", ["atif", "inspect"])
+def test_export_refuses_to_write_inside_the_run_folder(run: Path, fmt: str) -> None:
+    inside = run / "exports"
+    message = f"Error: the export {inside} must not be written inside the run folder {run}\n"
+    assert _ispm("export", str(run), "--format", fmt, "--out", str(inside)) == (1, "", message)
+    assert not inside.exists()

@@ -51,6 +51,12 @@ def epoch_consensus(record: RunRecord | None) -> dict[tuple[str, int], dict[str,
     return found
 
 
+def _outside(run_dir: Path, out_dir: Path) -> None:
+    """Refuse a target inside the run folder: every file there joins the run's bundle and its signature."""
+    if out_dir.resolve().is_relative_to(run_dir.resolve()):
+        raise ExportError(f"the export {out_dir} must not be written inside the run folder {run_dir}")
+
+
 def _read(run_dir: Path) -> tuple[RunSamples, RunRecord]:
     try:
         return read_run(run_dir), load_record(run_dir)
@@ -74,8 +80,9 @@ def write_atif(run_dir: Path, out_dir: Path, tasks: Sequence[Task] | None = None
     ``tasks`` (for each sample's prompt) saves reading the task set when the caller has it.
 
     Raises:
-        ExportError: the run cannot be read, or ``out_dir`` cannot be written.
+        ExportError: the run cannot be read, or ``out_dir`` is inside the run folder or cannot be written.
     """
+    _outside(run_dir, out_dir)
     run, record = _read(run_dir)
     prompts = _prompts(tasks)
     image = record.spec.agent_image
@@ -109,8 +116,10 @@ def write_inspect(run_dir: Path, out_dir: Path, tasks: Sequence[Task] | None = N
     :func:`write_atif`.
 
     Raises:
-        ExportError: the run or its record cannot be read, or ``out_dir`` cannot be written.
+        ExportError: the run or its record cannot be read, or ``out_dir`` is inside the run folder or cannot be
+            written.
     """
+    _outside(run_dir, out_dir)
     run, record = _read(run_dir)
     prompts = _prompts(tasks)
     consensus = epoch_consensus(record)
