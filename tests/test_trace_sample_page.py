@@ -7,11 +7,14 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from report_runs import mixed
 from trace_runs import AGENT_SAYS, KEY, REPLY, task_set, write_run
 
 from runner.record.report import REPORT_NAME, write_report
 from runner.record.sample_page import MAX_SHOWN_CHARS, SAMPLES_DIR, page_name, sample_page_path, shown
 from runner.trace.model import SampleKey
+
+__all__ = ["mixed"]  # a fixture, imported for pytest
 
 
 class _Elements(HTMLParser):
@@ -105,3 +108,10 @@ def test_a_task_id_unfit_for_a_file_name_gets_no_page(task_id: str) -> None:
 @pytest.mark.parametrize("name", ["../record.json", "report.html", "ispm-001.e1.html/..", "ispm-001.e1.htm"])
 def test_only_sample_page_names_are_served(run: Path, name: str) -> None:
     assert sample_page_path(run, name) is None
+
+
+def test_the_reports_failures_link_each_failed_sample_to_its_page(mixed: Path) -> None:
+    report = (mixed / REPORT_NAME).read_text(encoding="utf-8")
+    links = [a.get("href") for tag, a in _tags(report) if tag == "a" and a.get("class") == "failed-sample-link"]
+    assert links == [f"{SAMPLES_DIR}/ispm-073.e1.html", f"{SAMPLES_DIR}/ispm-073.e2.html"]
+    assert all((mixed / link).is_file() for link in links if link)
