@@ -103,6 +103,7 @@ def test_trace_prints_json_when_piped_and_with_json(run: Path) -> None:
     code, piped, _ = _ispm("trace", str(run), "--task", "ispm-001")
     assert code == 0 and _ispm("trace", str(run), "--task", "ispm-001", "--json") == (0, piped, "")
     timeline = json.loads(piped)
+    assert piped == json.dumps(timeline, indent=2, sort_keys=True) + "\n"  # the README's "object" shape
     assert [e["kind"] for e in timeline["events"]] == [
         "model_call", "query", "agent_reported", "agent_reported", "query", "model_call", "answer", "model_call",
         "vote", "vote", "vote", "vote",
