@@ -44,7 +44,7 @@ from runner.trace.model import (
     SampleKey,
     Transcript,
 )
-from runner.trace.reader import load_transcript
+from runner.trace.reader import read_part
 
 TIMELINE_VERSION = 1
 """The version of the timeline's JSON (``ispm trace --json``)."""
@@ -537,13 +537,14 @@ def sample_timeline(run_dir: Path, run: RunSamples, key: SampleKey) -> SampleTim
         held = sorted({k.epoch for k in run.order if k.task_id == key.task_id})
         where = f"epochs {', '.join(map(str, held))}" if held else "no epoch of it"
         raise TraceError(f"the run holds no sample {key.task_id} epoch {key.epoch} (it holds {where})")
-    named = (finished is not None and finished.transcript is not None) or (
-        graded is not None and graded.transcript is not None
-    )
+    # The parts the journal names, read through the reader's check of each part's sha256; the journal itself is read
+    # once per run (read_run), not once per sample: it holds every sample's output and can be large.
+    parts = [p for p in (finished.transcript if finished else None, graded.transcript if graded else None) if p]
     transcript, problem = None, None
-    if named:
+    if parts:
         try:
-            transcript = load_transcript(run_dir, key)
+            events = [event for part in parts for event in read_part(run_dir, part, key)]
+            transcript = Transcript(run_id=run.start.run_id if run.start else None, sample=key, events=events)
         except IspmError as exc:
             problem = str(exc)
     return build_timeline(
