@@ -18,14 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import func, select
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import (
-    FileResponse,
-    HTMLResponse,
-    JSONResponse,
-    PlainTextResponse,
-    RedirectResponse,
-    Response,
-)
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from runner import __version__
@@ -250,7 +243,7 @@ def create_app(ctx: BoardContext) -> Starlette:
         sub = _by_run(request.path_params["run_id"])
         if not request.url.path.endswith("/"):
             # The report links its sample pages as samples/...: they resolve under /runs/<id>/ only.
-            return RedirectResponse(f"/runs/{sub.run_id}/", status_code=308)
+            return Response(status_code=308, headers={"location": f"/runs/{sub.run_id}/"})
         return FileResponse(Path(sub.run_dir or "") / REPORT_NAME, media_type="text/html")
 
     def sample_page(request: Request) -> Response:
