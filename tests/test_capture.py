@@ -18,10 +18,13 @@ import httpx
 import openai
 import pytest
 from fake_provider import FakeProvider, Reply, StreamError, ToolCall, Turn, Usage, point_clients_at
+from test_judge import make_item
 
-from runner.gateway.capture import MAX_UNTAKEN, Capture
+from runner.gateway.capture import MAX_UNTAKEN, Capture, JudgeCapture
 from runner.gateway.model import ClientSettings
+from runner.gateway.providers import client_for
 from runner.gateway.server import Gateway
+from runner.grading.judge import LLMJudge
 from runner.trace.model import (
     REDACTED,
     CapReachedEvent,
@@ -373,3 +376,38 @@ def test_a_capture_whose_transcripts_are_never_taken_keeps_only_the_latest() -> 
         assert capture.take(f"t.e{MAX_UNTAKEN}") is not None
     finally:
         capture.close()
+
+
+def test_a_judges_failed_call_is_kept_under_its_slot_with_the_status_and_no_key(fake: FakeProvider) -> None:
+    fake.push(Reply(status=503, body={"error": {"message": f"overloaded, key {OPENAI_KEY}"}}))
+    client, _ = client_for("openai/judge-x", ClientSettings(max_attempts=1))
+    judge = LLMJudge("openai/judge-x", client=client, max_attempts=1)
+    judge.capture, judge.slot = JudgeCapture(), "judge_b"
+    votes = judge.judge(make_item())
+    assert {v.grade for v in votes} == {"abstain"}
+
+    builder = judge.capture.take("ispm-042", 2)
+    assert builder is not None
+    data = builder.encode("run-1", SampleKey(task_id="ispm-042", epoch=2))
+    assert OPENAI_KEY not in gzip.decompress(data).decode()
+    [call] = [e for e in resolve(read_stored(data, "test"), "test") if isinstance(e, ModelCallEvent)]
+    assert (call.caller, call.judge, call.api, call.provider_api) == ("judge_b", "openai/judge-x", "chat", "chat")
+    assert (call.outcome, call.status, call.response) == ("provider_error", 503, None)
+    assert "503" in (call.error or "") and REDACTED in (call.error or "")
+    assert "# Rubrics" in call.request.content["messages"][0]["content"]
+
+
+def test_a_request_nested_deeper_than_the_store_encodes_is_kept_as_its_text(
+    gpt: tuple[Gateway, str], fake: FakeProvider
+) -> None:
+    gateway, url = gpt
+    token = gateway.issue_token(SAMPLE)
+    deep = "[" * 300 + "]" * 300
+    raw = '{"model": "m", "messages": [{"role": "user", "content": "hi", "extra": ' + deep + "}]}"
+    headers = {"authorization": f"Bearer {token}", "content-type": "application/json"}
+    assert httpx.post(f"{url}/v1/chat/completions", content=raw, headers=headers, timeout=5).status_code == 200
+
+    [call] = calls_of(gateway)
+    assert (call.outcome, call.request.encoding) == ("ok", "text")
+    assert call.request.note == "nested too deeply for the store: kept as its JSON text"
+    assert json.loads(call.request.content) == json.loads(raw)

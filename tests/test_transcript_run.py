@@ -152,11 +152,11 @@ def test_kill_9_then_resume_leaves_every_graded_sample_one_whole_transcript(
     from transcript_runs import SdkAgentBackend
 
     run_dir = tmp_path / "run"
-    tasks = ["ispm-001", "ispm-004", "ispm-006", "ispm-007"]
+    tasks = ["ispm-001", "ispm-004", "ispm-006"]
     script = (
         "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
         "from transcript_runs import SdkAgentBackend, sdk_spec; from runner.pipeline import start_run; "
-        "start_run(sdk_spec(sys.argv[3:]), Path(sys.argv[2]), backend=SdkAgentBackend(delay_s=0.3), images={})"
+        "start_run(sdk_spec(sys.argv[3:]), Path(sys.argv[2]), backend=SdkAgentBackend(delay_s=0.2), images={})"
     )
     child = subprocess.Popen(
         [sys.executable, "-c", script, str(TESTS), str(run_dir), *tasks],

@@ -264,7 +264,11 @@ async def _authenticated_body(
     problem = _shape_problem("messages" if api == "count_tokens" else api, body)  # type: ignore[arg-type]
     if problem is not None:
         refusal = error_reply(api, 400, "invalid_request_error", problem)
-        _capture_refusal(core, request, api, arrival, started, refusal, parsed=body)
+        # JSON that is not an object goes as its bytes: the capture's thread parses it, not this loop.
+        whole = isinstance(body, dict)
+        _capture_refusal(
+            core, request, api, arrival, started, refusal, parsed=body if whole else None, raw=None if whole else raw
+        )
         return refusal
     return arrival, body
 
@@ -319,8 +323,6 @@ def _capture_refusal(
     note: str | None = None,
 ) -> None:
     error = bytes(refusal.body)
-    if parsed is not None and not isinstance(parsed, dict):  # valid JSON, but not an object: kept as it came
-        parsed, raw = None, json.dumps(parsed).encode()
     _captured(
         core,
         request,

@@ -339,7 +339,11 @@ class Capture:
             try:
                 with sample.lock:  # not the capture's lock: the event loop must never wait on an add
                     if not sample.taken:
-                        sample.builder.add(event, redactor(call, self.secrets))
+                        try:
+                            sample.builder.add(event, redactor(call, self.secrets))
+                        except Exception as exc:  # kept as its figures, never lost
+                            _log.exception("capture_failed", sample=call.sample_id, seq=call.seq)
+                            sample.builder.add(_unrecorded(call, exc))
             except Exception:
                 _log.exception("capture_failed", sample=call.sample_id, seq=call.seq)
             finally:
@@ -378,7 +382,11 @@ class JudgeCapture:
             event = _unrecorded(call, exc)
         with self._lock:
             builder = self._parts.setdefault((task_id, epoch), TranscriptBuilder("judges", self.limit_bytes))
-            builder.add(event, redactor(call, self.secrets))
+            try:
+                builder.add(event, redactor(call, self.secrets))
+            except Exception as exc:  # kept as its figures, never lost
+                _log.exception("capture_failed", sample=f"{task_id}.e{epoch}", judge=call.judge)
+                builder.add(_unrecorded(call, exc))
 
     def take(self, task_id: str, epoch: int) -> TranscriptBuilder | None:
         """The sample's judges' part, removed; ``None`` when no judge call was recorded for it."""

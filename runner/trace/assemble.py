@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pydantic_core
+
 from runner.gateway.protocols import tokens
 from runner.trace.model import (
     AssembledResponse,
@@ -44,10 +46,13 @@ def _obj(value: Any) -> dict[str, Any]:
 
 
 def _parsed(arguments: str) -> Any:
+    """The arguments parsed, or ``None``: not JSON, or nested deeper than the store encodes (the text stays)."""
     try:
-        return json.loads(arguments) if arguments else None
-    except ValueError:
+        value = json.loads(arguments) if arguments else None
+        pydantic_core.to_json(value)
+    except (ValueError, RecursionError):
         return None
+    return value
 
 
 class _Block:

@@ -25,6 +25,7 @@ import base64
 import gzip
 import hashlib
 import io
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -149,6 +150,17 @@ def _unchanged(value: Any) -> Any:
     return value
 
 
+def _as_text(body: Body, redact: Redact) -> Body:
+    """A JSON body too deeply nested for the store, kept as its JSON text (or, deeper than Python's own encoder
+    goes, not at all)."""
+    note = "nested too deeply for the store: kept as its JSON text"
+    try:
+        text = redact(json.dumps(body.content))
+    except (ValueError, RecursionError):
+        return Body(encoding="omitted", size=body.size, note="nested too deeply to encode")
+    return Body(encoding="text", content=text, size=body.size, note=note)
+
+
 class TranscriptBuilder:
     """Collects one part of one sample's transcript in memory, content stored once; not thread-safe."""
 
@@ -182,7 +194,12 @@ class TranscriptBuilder:
         the rest of the event): a history resent whole is compared with what is kept, not encoded again.
         """
         staged: dict[bytes, tuple[Any, int]] = {}
-        staged_request = self._store_body(event.request, event.caller, staged, redact)
+        try:
+            staged_request = self._store_body(event.request, event.caller, staged, redact)
+        except (ValueError, RecursionError):  # JSON nested deeper than the encoder goes (pydantic-core: 255 levels)
+            staged.clear()
+            event = event.model_copy(update={"request": _as_text(event.request, redact)})
+            staged_request = self._store_body(event.request, event.caller, staged, _unchanged)
         response = None if event.response is None else self._blob(event.response.model_dump(mode="json"), staged)
         error_body = None if event.error_body is None else self._store_body(event.error_body, None, staged, _unchanged)
         new_bytes = sum(size for _, size in staged.values())
@@ -351,7 +368,10 @@ class TranscriptBuilder:
         Raises:
             TranscriptError: the file cannot be written.
         """
-        data = self.encode(run_id, key)
+        try:
+            data = self.encode(run_id, key)
+        except (ValueError, RecursionError) as exc:  # nothing kept should fail to encode; if it does, say so
+            raise TranscriptError(f"cannot encode the transcript of {key.label()}: {exc}") from exc
         name = file_name(key, self.part)
         target = run_dir / name
         scratch = target.with_name(target.name + ".tmp")
