@@ -9,5 +9,12 @@ Read in this order:
 - ``reader``: :func:`~runner.trace.reader.load_transcript` and :func:`~runner.trace.reader.list_transcripts`, which
   find a sample's files through the journal, check their sha256 and resolve their references.
 
+Then the readers, built on the transcript:
+
+- ``conversation``: a request in any of the three wire APIs read as messages by role, and what a call added.
+- ``timeline``: one sample in time order (model calls, the query log, the agent's own trace, the answer, the votes);
+  ``text`` prints it for a terminal (``ispm trace``), ``sql_text`` finds and lays out its SQL within a budget.
+- ``atif``, ``inspect_log``: the timeline as an ATIF trajectory or an Inspect eval log; ``export`` writes them.
+
 Nothing here imports at package import time, so the journal can use the models without a cycle.
 """
