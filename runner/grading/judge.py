@@ -37,7 +37,7 @@ import json
 import re
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -228,9 +228,8 @@ class LLMJudge:
             returned = result.returned_model or returned
             grades, reason, failure = _read_completion(result.completion or {}, dims)
             if grades is not None:
-                return [self._vote(item, d, g.grade, g.rationale, returned, spent) for d, g in grades.items()]
-        why = f"abstained after {spent['attempts']} call(s): {reason}"
-        return [self._vote(item, d, "abstain", why, returned, spent, failure) for d in dims]
+                return graded_votes(self, item, self.rubrics, grades, returned, spent)
+        return abstained_votes(self, item, self.rubrics, dims, reason, failure, returned, spent)
 
     def _chat(self, item: JudgeInput, request: dict[str, Any]) -> ProviderResult:
         """One call through the client, handed to the capture (when set) however it ends."""
@@ -290,28 +289,60 @@ class LLMJudge:
             ),
         )
 
-    def _vote(
-        self,
-        item: JudgeInput,
-        dim: Dimension,
-        grade: Grade,
-        why: str,
-        returned: str | None,
-        spent: dict[str, Any],
-        failure: JudgeFailure | None = None,
-    ) -> JudgeVote:
-        return JudgeVote.cast(
-            self,
-            item.task.id,
-            item.epoch,
-            dim,
-            grade,
-            why,
-            rubrics=self.rubrics,
-            returned_model=returned,
-            failure=failure,
-            **spent,
-        )
+
+def graded_votes(
+    slot: JudgeSlot,
+    item: JudgeInput,
+    rubrics: RubricSet,
+    grades: Mapping[Dimension, DimensionGrade],
+    returned: str | None,
+    spent: Mapping[str, float],
+) -> list[JudgeVote]:
+    """The votes ``slot`` casts from a reply that parsed: one per dimension, with what the calls cost."""
+    return [_vote(slot, item, rubrics, d, g.grade, g.rationale, returned, spent) for d, g in grades.items()]
+
+
+def abstained_votes(
+    slot: JudgeSlot,
+    item: JudgeInput,
+    rubrics: RubricSet,
+    dims: tuple[Dimension, ...],
+    reason: str,
+    failure: JudgeFailure,
+    returned: str | None,
+    spent: Mapping[str, float],
+) -> list[JudgeVote]:
+    """The votes ``slot`` casts when no reply parsed: every dimension abstains, saying why after how many calls."""
+    why = f"abstained after {int(spent['attempts'])} call(s): {reason}"
+    return [_vote(slot, item, rubrics, d, "abstain", why, returned, spent, failure) for d in dims]
+
+
+def _vote(
+    slot: JudgeSlot,
+    item: JudgeInput,
+    rubrics: RubricSet,
+    dim: Dimension,
+    grade: Grade,
+    why: str,
+    returned: str | None,
+    spent: Mapping[str, float],
+    failure: JudgeFailure | None = None,
+) -> JudgeVote:
+    return JudgeVote.cast(
+        slot,
+        item.task.id,
+        item.epoch,
+        dim,
+        grade,
+        why,
+        rubrics=rubrics,
+        returned_model=returned,
+        failure=failure,
+        input_tokens=int(spent["input_tokens"]),
+        output_tokens=int(spent["output_tokens"]),
+        latency_s=spent["latency_s"],
+        attempts=int(spent["attempts"]),
+    )
 
 
 def _droppable(exc: ProviderError, request: dict[str, Any]) -> str | None:
