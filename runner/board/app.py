@@ -17,6 +17,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import func, select
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
@@ -34,6 +35,12 @@ from runner.board.worker import PUBLISHED_DIR, BoardContext, cancel
 from runner.record.model import RunRecord
 from runner.record.report import REPORT_NAME
 from runner.record.verify import public_key_sha256, statement_paths
+from runner.site.errors import PageNotFound
+from runner.site.model import PublishedRun
+from runner.site.pages import SitePages
+from runner.site.render import BoardFacts
+from runner.site.sources import load_sources, manifest_path, snapshot_path
+from runner.world import MANIFEST_NAME, SNAPSHOT_NAME
 from runner.world.digest import file_sha256
 
 UPLOADS_DIR = "uploads"
@@ -118,6 +125,9 @@ def create_app(ctx: BoardContext) -> Starlette:
     config = ctx.config
     key_pem = public_pem(ctx.key).decode()
     key_sha = public_key_sha256(ctx.key.public_key())
+    facts = BoardFacts(config.board_id, tuple(config.candidates), tuple(config.judges))
+    site = SitePages(load_sources(), facts)
+    records: dict[str, RunRecord] = {}  # a published record never changes: each is read once
 
     def check_submission(authorization: str | None, name: str, candidate: str) -> int:
         with ctx.sessions() as session:
@@ -227,16 +237,55 @@ def create_app(ctx: BoardContext) -> Starlette:
             subs = list(session.scalars(select(Submission).order_by(Submission.id.desc())))
         return HTMLResponse(pages.board_page("submissions", "Submissions", submissions=subs))
 
-    def leaderboard(request: Request) -> Response:
+    def published_runs() -> tuple[list[PublishedRun], list[Submission]]:
+        """The published runs, oldest first (the site shows them), and the failed or cancelled submissions."""
         with ctx.sessions() as session:
             subs = list(session.scalars(select(Submission).order_by(Submission.id)))
-        published = []
+        runs = []
         for sub in subs:
-            if sub.state == "published" and sub.run_dir:
-                record = RunRecord.model_validate_json((Path(sub.run_dir) / "record.json").read_text(encoding="utf-8"))
-                published.append((record, f"/runs/{record.run_id}"))
-        closed = [s for s in subs if s.state in ("failed", "cancelled")]
-        return HTMLResponse(pages.leaderboard_page(published, closed, board_id=config.board_id, key_sha256=key_sha))
+            if sub.state != "published" or not sub.run_dir or not sub.run_id:
+                continue
+            record = records.get(sub.run_id)
+            if record is None:
+                text = (Path(sub.run_dir) / "record.json").read_text(encoding="utf-8")
+                record = records[sub.run_id] = RunRecord.model_validate_json(text)
+            runs.append(PublishedRun(record=record, label=f"{sub.display_name} ({sub.candidate})", has_report=True))
+        site.publish(runs)
+        return runs, [s for s in subs if s.state in ("failed", "cancelled")]
+
+    def leaderboard(request: Request) -> Response:
+        _, closed = published_runs()
+        return HTMLResponse(site.leaderboard(pages.board_panel(closed, board_id=config.board_id, key_sha256=key_sha)))
+
+    def contract_page(request: Request) -> Response:
+        return HTMLResponse(site.contract())
+
+    def tasks_page(request: Request) -> Response:
+        published_runs()
+        return HTMLResponse(site.tasks(request.query_params))
+
+    def task_page(request: Request) -> Response:
+        published_runs()
+        return HTMLResponse(site.task(request.path_params["task_id"]))
+
+    def dataset_page(request: Request) -> Response:
+        return HTMLResponse(site.dataset())
+
+    def table_page(request: Request) -> Response:
+        return HTMLResponse(site.table(request.path_params["table"]))
+
+    def dataset_file(request: Request) -> Response:
+        files = {SNAPSHOT_NAME: snapshot_path(), MANIFEST_NAME: manifest_path()}
+        path = files.get(request.path_params["name"])
+        if path is None:
+            raise PageNotFound(f"The dataset has no file {request.path_params['name']!r}.")
+        return FileResponse(path, filename=path.name, media_type="application/octet-stream")
+
+    def scoring_page(request: Request) -> Response:
+        return HTMLResponse(site.scoring())
+
+    def submit_page(request: Request) -> Response:
+        return HTMLResponse(site.submit(_base(request)))
 
     def run_report(request: Request) -> Response:
         sub = _by_run(request.path_params["run_id"])
@@ -273,8 +322,22 @@ def create_app(ctx: BoardContext) -> Starlette:
         assert isinstance(exc, BoardError)
         return JSONResponse({"error": str(exc)}, status_code=exc.status)
 
+    async def page_not_found(request: Request, exc: Exception) -> Response:
+        if isinstance(exc, HTTPException) and request.url.path.startswith("/api/"):
+            return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
+        message = str(exc) if isinstance(exc, PageNotFound) else f"There is no page at {request.url.path!r}."
+        return HTMLResponse(site.not_found(message), status_code=404)
+
     routes: list[Any] = [
-        Route("/", leaderboard),
+        Route("/", contract_page),
+        Route("/leaderboard", leaderboard),
+        Route("/tasks", tasks_page),
+        Route("/tasks/{task_id}", task_page),
+        Route("/dataset", dataset_page),
+        Route("/dataset/files/{name}", dataset_file),
+        Route("/dataset/{table}", table_page),
+        Route("/scoring", scoring_page),
+        Route("/submit", submit_page),
         Route("/submissions", submissions_page),
         Route("/submissions/{id:int}", status_page),
         Route("/runs/{run_id}", run_report),
@@ -286,4 +349,5 @@ def create_app(ctx: BoardContext) -> Starlette:
         Route("/api/v1/submissions/{id:int}", status_json, methods=["GET"]),
         Route("/api/v1/submissions/{id:int}", cancel_submission, methods=["DELETE"]),
     ]
-    return Starlette(routes=routes, exception_handlers={BoardError: board_error})
+    handlers = {BoardError: board_error, PageNotFound: page_not_found, 404: page_not_found}
+    return Starlette(routes=routes, exception_handlers=handlers)

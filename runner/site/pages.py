@@ -1,7 +1,6 @@
 """The site's pages for one process (a board, a static build): each rendered once per change of what it shows.
 
-Pages that show only the project's own definitions (the contract, the dataset, a table, the scoring page, the
-submit page) never change while the process runs: each is rendered on first use and kept. Pages that show published
+Pages that show only the project's own definitions (the contract, the dataset, a table, the scoring page) never change while the process runs: each is rendered on first use and kept. Pages that show published
 runs (the task list, a task, the leaderboard) are kept until the set of published runs changes. A filtered task list
 is rendered for each request (its parameters are a visitor's, so caching them would let anyone fill the memory).
 """
@@ -83,9 +82,9 @@ class SitePages:
         """``/scoring``."""
         return self._fixed_page("scoring", lambda: render.scoring_page(self.sources, self.top))
 
-    def submit(self) -> str:
-        """``/submit``."""
-        return self._fixed_page("submit", lambda: render.submit_page(self.sources, self.top, self.board))
+    def submit(self, board_url: str) -> str:
+        """``/submit``, naming ``board_url`` (the request's: rendered for each request, never cached)."""
+        return render.submit_page(self.sources, self.top, self.board, board_url)
 
     def tasks(self, params: Mapping[str, str]) -> str:
         """``/tasks``, filtered by ``params``."""

@@ -44,7 +44,6 @@ class BoardFacts:
     """What the submit page says about the board serving it (a static site has none)."""
 
     board_id: str
-    url: str
     candidates: tuple[str, ...]
     judges: tuple[str, ...]
 
@@ -176,10 +175,11 @@ def scoring_page(sources: SiteSources, links: Links) -> str:
     )  # fmt: skip
 
 
-def submit_page(sources: SiteSources, links: Links, board: BoardFacts | None) -> str:
-    """``/submit``: how to get a token, and ``ispm submit``."""
+def submit_page(sources: SiteSources, links: Links, board: BoardFacts | None, board_url: str = "BOARD-URL") -> str:
+    """``/submit``: how to get a token, and ``ispm submit`` (to ``board_url``, with the board's candidates)."""
     return _render(
-        "submit.html.j2", sources, links, "Submit a run", current="submit", board=board, contract_id=CONTRACT_ID,
+        "submit.html.j2", sources, links, "Submit a run", current="submit", board=board, board_url=board_url,
+        contract_id=CONTRACT_ID,
         crumbs=[(links.page("contract"), "Contract")],
     )  # fmt: skip
 
