@@ -91,4 +91,4 @@ class PageLinks(HTMLParser):
 
 def is_internal(link: str) -> bool:
     """Whether a link stays on the site (not another scheme or host)."""
-    return not link.startswith(("http://", "https://", "mailto:", "//", "javascript:"))
+    return not link.startswith(("http://", "https://", "mailto:", "//", "javascript:", "data:"))

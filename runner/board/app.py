@@ -284,6 +284,9 @@ def create_app(ctx: BoardContext) -> Starlette:
     def scoring_page(request: Request) -> Response:
         return HTMLResponse(site.scoring())
 
+    def favicon(request: Request) -> Response:
+        return Response(status_code=204)  # no icon, and no 404 in every visitor's console
+
     def submit_page(request: Request) -> Response:
         return HTMLResponse(site.submit(_base(request)))
 
@@ -338,6 +341,7 @@ def create_app(ctx: BoardContext) -> Starlette:
         Route("/dataset/{table}", table_page),
         Route("/scoring", scoring_page),
         Route("/submit", submit_page),
+        Route("/favicon.ico", favicon),
         Route("/submissions", submissions_page),
         Route("/submissions/{id:int}", status_page),
         Route("/runs/{run_id}", run_report),
