@@ -184,6 +184,9 @@ RECORD_PARTS: Final[tuple[RecordPart, ...]] = (
     RecordPart(title="Candidate and resolved model metadata", fields=("candidate_model", "resolved_models")),
     RecordPart(title="Aggregate and per-task consensus metrics", fields=("scores.dimensions", "scores.tasks")),
     RecordPart(title="Per-epoch judge grades and votes", fields=("samples.votes", "scores.tasks.epochs")),
-    RecordPart(title="Token and step accounting", fields=("agent_tokens", "judge_tokens", "samples.agent", "samples.queries_logged")),
+    RecordPart(
+        title="Token and step accounting",
+        fields=("agent_tokens", "judge_tokens", "samples.agent", "samples.queries_logged"),
+    ),
     RecordPart(title="Reliability and consistency statistics", fields=("scores.reliability", "scores.pass_hat_k")),
 )

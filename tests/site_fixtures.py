@@ -27,7 +27,13 @@ def chromium() -> Iterator[WebDriver]:
         pytest.fail("Debian's chromium and chromium-driver are not installed: run `make browser`")
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+    ):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console messages, read by console_errors
     driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)

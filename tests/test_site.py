@@ -203,7 +203,7 @@ def test_the_dataset_page_shows_the_manifest_every_table_and_the_docs(sources: S
         assert f"/dataset/{table.name}" in page.links and f"table-{table.name}" in page.ids
     for download in sources.downloads:
         assert f"/dataset/files/{download.name}" in page.links and download.sha256 in page.words
-    assert [d.name for d in sources.docs][0] == "overview.md" and len(sources.docs) == 9
+    assert sources.docs[0].name == "overview.md" and len(sources.docs) == 9
     assert "How identities appear" in page.words
 
 
@@ -221,4 +221,7 @@ def test_static_links_are_relative_files_at_each_depth() -> None:
     top, below = Links("static"), Links("static", depth=1)
     assert top.page("contract") == "index.html" and below.page("tasks") == "../tasks.html"
     assert below.task("ispm-001") == "../tasks/ispm-001.html" and top.table("okta_users") == "dataset/okta_users.html"
-    assert SERVER.task("ispm-001") == "/tasks/ispm-001" and SERVER.download("manifest.json") == "/dataset/files/manifest.json"
+    assert (
+        SERVER.task("ispm-001") == "/tasks/ispm-001"
+        and SERVER.download("manifest.json") == "/dataset/files/manifest.json"
+    )

@@ -55,7 +55,9 @@ class Links:
     def download(self, name: str) -> str:
         """One of the dataset's files."""
         file = quote(name, safe="")
-        return f"/dataset/{DOWNLOADS_DIR}/{file}" if self.mode == "server" else f"{self._up}dataset/{DOWNLOADS_DIR}/{file}"
+        return (
+            f"/dataset/{DOWNLOADS_DIR}/{file}" if self.mode == "server" else f"{self._up}dataset/{DOWNLOADS_DIR}/{file}"
+        )
 
     def run_report(self, run_id: str) -> str:
         """A published run's report page."""

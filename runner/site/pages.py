@@ -1,8 +1,10 @@
-"""The site's pages for one process (a board, a static build): each rendered once per change of what it shows.
+"""The site's pages for a board's process: each rendered once per change of what it shows.
 
-Pages that show only the project's own definitions (the contract, the dataset, a table, the scoring page) never change while the process runs: each is rendered on first use and kept. Pages that show published
-runs (the task list, a task, the leaderboard) are kept until the set of published runs changes. A filtered task list
-is rendered for each request (its parameters are a visitor's, so caching them would let anyone fill the memory).
+Pages that show only the project's own definitions (the contract, the dataset, a table, the scoring page) never
+change while the process runs: each is rendered on first use and kept. Pages that show published runs (the task
+list, a task) are kept until the set of published runs changes. A filtered task list, the submit page (it names the
+request's address) and the leaderboard (its board panel changes with every submission) are rendered for each
+request: a visitor's parameters are never cache keys, so nobody can fill the memory.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from markupsafe import Markup
 
 from runner.site import render
+from runner.site.filters import AXES
 from runner.site.links import Links
 from runner.site.model import PublishedRun, SiteSources, TaskResultCell
 from runner.site.render import BoardFacts
@@ -20,7 +23,7 @@ from runner.site.results import task_results
 
 
 class SitePages:
-    """The pages of one site over fixed ``sources``, for one link ``mode`` (server paths at depth 0 and 1)."""
+    """The pages a board serves over fixed ``sources``, with server links."""
 
     def __init__(self, sources: SiteSources, board: BoardFacts | None = None) -> None:
         self.sources = sources
@@ -88,7 +91,7 @@ class SitePages:
 
     def tasks(self, params: Mapping[str, str]) -> str:
         """``/tasks``, filtered by ``params``."""
-        if not any(params.get(axis) for axis in (*render.AXES, "q")):
+        if not any(params.get(axis) for axis in (*AXES, "q")):
             return self._run_page("tasks", lambda: self._tasks({}))
         return self._tasks(params)
 
@@ -99,7 +102,9 @@ class SitePages:
         """``/tasks/<id>``. Raises ``PageNotFound`` for an id the task set does not have (never cached)."""
         if task_id not in {t.id for t in self.sources.tasks}:
             return render.task_page(self.sources, self.top, self._results, task_id)  # raises PageNotFound
-        return self._run_page(f"task/{task_id}", lambda: render.task_page(self.sources, self.top, self._results, task_id))
+        return self._run_page(
+            f"task/{task_id}", lambda: render.task_page(self.sources, self.top, self._results, task_id)
+        )
 
     def leaderboard(self, panel: Markup | None = None) -> str:
         """``/leaderboard``, with the board's ``panel`` (which changes with every submission: not cached)."""

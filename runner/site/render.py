@@ -25,8 +25,15 @@ from runner.record.leaderboard import board_rows
 from runner.record.report import TEMPLATES as REPORT_TEMPLATES
 from runner.record.report import environment, render_markdown
 from runner.site.errors import PageNotFound
-from runner.site.filters import AXES, MAX_QUERY_CHARS, filter_options, parse_query, search_text, select_tasks
-from runner.site.filters import unknown_values
+from runner.site.filters import (
+    AXES,
+    MAX_QUERY_CHARS,
+    filter_options,
+    parse_query,
+    search_text,
+    select_tasks,
+    unknown_values,
+)
 from runner.site.links import Links
 from runner.site.model import PublishedRun, SiteSources, TaskListPage, TaskResultCell, TaskRow
 from runner.tasks.model import TRAP_FAMILIES
@@ -123,9 +130,7 @@ def tasks_page(
     )  # fmt: skip
 
 
-def task_page(
-    sources: SiteSources, links: Links, results: Mapping[str, Sequence[TaskResultCell]], task_id: str
-) -> str:
+def task_page(sources: SiteSources, links: Links, results: Mapping[str, Sequence[TaskResultCell]], task_id: str) -> str:
     """``/tasks/<id>``: one task, its traps, ground truth, witnesses, history and results.
 
     Raises:
@@ -192,7 +197,9 @@ def local_page(sources: SiteSources, links: Links) -> str:
     )  # fmt: skip
 
 
-def leaderboard_page(sources: SiteSources, links: Links, runs: Sequence[PublishedRun], panel: Markup | None = None) -> str:
+def leaderboard_page(
+    sources: SiteSources, links: Links, runs: Sequence[PublishedRun], panel: Markup | None = None
+) -> str:
     """``/leaderboard``: the record's leaderboard of ``runs`` in the site's frame, ``panel`` (the board's) on top."""
     rows = board_rows([(run.record, links.run_report(run.record.run_id) if run.has_report else None) for run in runs])
     return (
@@ -208,4 +215,3 @@ def leaderboard_page(sources: SiteSources, links: Links, runs: Sequence[Publishe
 def not_found_page(sources: SiteSources, links: Links, message: str) -> str:
     """The 404 page, saying what was not found."""
     return _render("not_found.html.j2", sources, links, "Not found", message=message)
-
