@@ -95,6 +95,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/analytics.py
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/ray.py
+	$(BIN)/python bench/site.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

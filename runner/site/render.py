@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +55,17 @@ class BoardFacts:
     judges: tuple[str, ...]
 
 
+@lru_cache(maxsize=4096)
 def inline_markdown(text: str) -> Markup:
-    """One line of Markdown (code spans, emphasis), raw HTML escaped."""
+    """One line of Markdown (code spans, emphasis), raw HTML escaped. Only our own definitions' text comes here
+    (column and table docs): the cache is bounded by them, not by visitors."""
     return Markup(_INLINE.renderInline(text))
+
+
+@lru_cache(maxsize=64)
+def markdown(text: str) -> Markup:
+    """A Markdown document (docs/scoring.md, a schema docs page), rendered once per text."""
+    return render_markdown(text)
 
 
 @cache
@@ -66,7 +74,7 @@ def site_environment() -> Environment:
     env = environment()
     env.loader = ChoiceLoader([FileSystemLoader(TEMPLATES), FileSystemLoader(REPORT_TEMPLATES)])
     env.filters["inline_md"] = inline_markdown
-    env.filters["markdown"] = render_markdown
+    env.filters["markdown"] = markdown
     env.globals.update(current="", crumbs=[], in_page_scoring=False, search_text=search_text, axes=AXES)
     return env
 
@@ -176,7 +184,7 @@ def scoring_page(sources: SiteSources, links: Links) -> str:
     """``/scoring``: docs/scoring.md, rendered."""
     return _render(
         "doc.html.j2", sources, links, "How a run becomes a score", current="scoring", source="docs/scoring.md",
-        body=render_markdown(sources.scoring_markdown), crumbs=[(links.page("contract"), "Contract")],
+        body=markdown(sources.scoring_markdown), crumbs=[(links.page("contract"), "Contract")],
     )  # fmt: skip
 
 
@@ -207,7 +215,7 @@ def leaderboard_page(
         .get_template("site_leaderboard.html.j2")
         .render(
             rows=rows, dimensions=DIMENSIONS,
-            scoring=render_markdown(sources.scoring_markdown), links=links, panel=panel or Markup(""),
+            scoring=markdown(sources.scoring_markdown), links=links, panel=panel or Markup(""),
         )
     )  # fmt: skip
 
