@@ -11,9 +11,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from report_runs import MIXED_PLAN, MIXED_TASKS, mixed
 
+from runner.cli import main
 from runner.contract import CLAUSES, RECORD_PARTS
+from runner.errors import WorldError
 from runner.grading.grades import DIMENSIONS
 from runner.grading.rubric import load_rubrics
 from runner.record.build import load_record
@@ -225,3 +228,39 @@ def test_static_links_are_relative_files_at_each_depth() -> None:
         SERVER.task("ispm-001") == "/tasks/ispm-001"
         and SERVER.download("manifest.json") == "/dataset/files/manifest.json"
     )
+
+
+@pytest.mark.parametrize("what", ["task", "table"])
+def test_a_404_repeats_at_most_80_characters_of_the_visitors_path(sources: SiteSources, what: str) -> None:
+    with pytest.raises(PageNotFound) as caught:
+        if what == "task":
+            render.task_page(sources, SERVER, {}, "x" * 50_000)
+        else:
+            render.table_page(sources, SERVER, "x" * 50_000)
+    assert "x" * 80 + "…" in str(caught.value) and "x" * 81 not in str(caught.value)
+
+
+def test_site_build_prints_where_the_site_is_and_what_it_holds(tmp_path: Path) -> None:
+    out = tmp_path / "public"
+    result = CliRunner().invoke(main, ["site", "build", str(out)])
+    assert result.exit_code == 0, result.output
+    written = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    assert result.output == f"{out / 'index.html'}: 201 pages, 0 published runs, {written} bytes\n"
+    assert len(list(out.rglob("*.html"))) == 201
+
+
+def test_site_build_refuses_a_run_folder_without_a_record(tmp_path: Path) -> None:
+    empty = tmp_path / "not-a-run"
+    empty.mkdir()
+    result = CliRunner().invoke(main, ["site", "build", str(tmp_path / "public"), "--run", str(empty)])
+    assert result.exit_code == 1
+    assert result.output.startswith(f"Error: {empty / 'record.json'}: not a readable run record (")
+    assert not (tmp_path / "public").exists()  # nothing half-built
+
+
+@pytest.mark.parametrize("damage", ["docs/okta.md", "ispm-crossvendor-v1.sqlite"])
+def test_a_world_that_is_not_the_pinned_one_is_refused_naming_the_file(world_copy: Path, damage: str) -> None:
+    with (world_copy / damage).open("ab") as f:
+        f.write(b"\n")
+    with pytest.raises(WorldError, match=re.escape(str(world_copy / damage)) + ": not the"):
+        load_sources(world_copy)

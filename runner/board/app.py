@@ -38,8 +38,8 @@ from runner.record.verify import public_key_sha256, statement_paths
 from runner.site.errors import PageNotFound
 from runner.site.model import PublishedRun
 from runner.site.pages import SitePages
-from runner.site.render import BoardFacts
-from runner.site.sources import load_sources, manifest_path, snapshot_path
+from runner.site.render import BoardFacts, shown
+from runner.site.sources import load_sources
 from runner.world import MANIFEST_NAME, SNAPSHOT_NAME
 from runner.world.digest import file_sha256
 
@@ -275,10 +275,10 @@ def create_app(ctx: BoardContext) -> Starlette:
         return HTMLResponse(site.table(request.path_params["table"]))
 
     def dataset_file(request: Request) -> Response:
-        files = {SNAPSHOT_NAME: snapshot_path(), MANIFEST_NAME: manifest_path()}
-        path = files.get(request.path_params["name"])
-        if path is None:
-            raise PageNotFound(f"The dataset has no file {request.path_params['name']!r}.")
+        name = request.path_params["name"]
+        if name not in (SNAPSHOT_NAME, MANIFEST_NAME):
+            raise PageNotFound(f"The dataset has no file {shown(name)!r}.")
+        path = site.sources.world / name
         return FileResponse(path, filename=path.name, media_type="application/octet-stream")
 
     def scoring_page(request: Request) -> Response:
@@ -328,7 +328,7 @@ def create_app(ctx: BoardContext) -> Starlette:
     async def page_not_found(request: Request, exc: Exception) -> Response:
         if isinstance(exc, HTTPException) and request.url.path.startswith("/api/"):
             return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
-        message = str(exc) if isinstance(exc, PageNotFound) else f"There is no page at {request.url.path!r}."
+        message = str(exc) if isinstance(exc, PageNotFound) else f"There is no page at {shown(request.url.path)!r}."
         return HTMLResponse(site.not_found(message), status_code=404)
 
     routes: list[Any] = [

@@ -20,7 +20,6 @@ from runner.site import render
 from runner.site.links import DOWNLOADS_DIR, PAGES, Links
 from runner.site.model import PublishedRun, SiteSources
 from runner.site.results import task_results
-from runner.site.sources import manifest_path, snapshot_path
 from runner.world import MANIFEST_NAME, SNAPSHOT_NAME
 
 
@@ -80,8 +79,8 @@ def build_site(
     written = sum(_write(out / name, html) for name, html in pages.items())
     files = out / "dataset" / DOWNLOADS_DIR
     files.mkdir(parents=True, exist_ok=True)
-    for source, name in ((snapshot_path(), SNAPSHOT_NAME), (manifest_path(), MANIFEST_NAME)):
-        shutil.copyfile(source, files / name)
+    for name in (SNAPSHOT_NAME, MANIFEST_NAME):
+        shutil.copyfile(sources.world / name, files / name)
         written += (files / name).stat().st_size
     for run_id, report in reports.items():
         target = out / "runs" / f"{run_id}.html"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -91,6 +92,8 @@ class PublishedRun(_Model):
 class SiteSources(_Model):
     """Everything the pages are made of, read once (``runner.site.sources.load_sources``)."""
 
+    world: Path
+    """The world folder the snapshot, manifest and docs were read from (the downloads are served from it)."""
     tasks: tuple[Task, ...]
     """The task set, by id."""
     truth: dict[str, TaskTruth]

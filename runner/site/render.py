@@ -40,6 +40,8 @@ from runner.tasks.model import TRAP_FAMILIES
 from runner.world.generate import VENDOR_PREFIXES
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+MAX_ECHO = 80
+"""The most of a visitor's path a 404 page repeats."""
 PageBuilder = Callable[[], str]
 """Renders one page when called."""
 _INLINE = MarkdownIt("commonmark", {"html": False})
@@ -53,6 +55,11 @@ class BoardFacts:
     board_id: str
     candidates: tuple[str, ...]
     judges: tuple[str, ...]
+
+
+def shown(value: str) -> str:
+    """A visitor's value as a page may echo it: at most ``MAX_ECHO`` characters (escaping is the template's)."""
+    return value if len(value) <= MAX_ECHO else value[:MAX_ECHO] + "…"
 
 
 @lru_cache(maxsize=4096)
@@ -146,7 +153,7 @@ def task_page(sources: SiteSources, links: Links, results: Mapping[str, Sequence
     """
     task = next((t for t in sources.tasks if t.id == task_id), None)
     if task is None:
-        raise PageNotFound(f"There is no task {task_id!r} in the v1 task set.")
+        raise PageNotFound(f"There is no task {shown(task_id)!r} in the v1 task set.")
     return _render(
         "task.html.j2", sources, links, task.id, current="tasks", task=task, truth=sources.truth.get(task.id),
         results=results.get(task.id, ()), trap_families=TRAP_FAMILIES,
@@ -171,7 +178,7 @@ def table_page(sources: SiteSources, links: Links, name: str) -> str:
     """
     table = next((t for t in sources.tables if t.name == name), None)
     if table is None:
-        raise PageNotFound(f"There is no table {name!r} in {sources.manifest.dataset}.")
+        raise PageNotFound(f"There is no table {shown(name)!r} in {sources.manifest.dataset}.")
     readers = [t for t in sources.tasks if name in _TABLE_NAME.findall(t.witness_sql)]
     return _render(
         "table.html.j2", sources, links, table.name, current="dataset", t=table, tasks=readers,

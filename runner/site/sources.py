@@ -29,16 +29,6 @@ MAX_CELL_CHARS = 200
 _HEADING = re.compile(r"^#\s+(.+)$", re.MULTILINE)
 
 
-def snapshot_path() -> Path:
-    """The world's SQLite file."""
-    return world_dir() / SNAPSHOT_NAME
-
-
-def manifest_path() -> Path:
-    """The world's manifest."""
-    return world_dir() / MANIFEST_NAME
-
-
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
@@ -61,16 +51,19 @@ def _first_rows(db: sqlite3.Connection, table: str) -> tuple[tuple[str | int | f
     return tuple(tuple(_cell(v) for v in row) for row in rows)
 
 
-def load_sources() -> SiteSources:
+def load_sources(world: Path | None = None) -> SiteSources:
     """Read the task set, ground truth, world (manifest, table specs, first rows, docs) and rubrics.
+
+    ``world`` is the world folder (the bundled one by default).
 
     Raises:
         WorldError: the manifest is malformed, or the snapshot or a docs page is not the one it pins.
         TaskError: the task set or the ground truth does not load.
         RubricError: a rubric does not load.
     """
-    manifest = load_manifest(manifest_path())
-    snapshot = snapshot_path()
+    world = world or world_dir()
+    manifest = load_manifest(world / MANIFEST_NAME)
+    snapshot = world / SNAPSHOT_NAME
     snapshot_sha = _sha256(snapshot) if snapshot.is_file() else ""
     if snapshot_sha != manifest.snapshot.sha256:
         raise WorldError(f"{snapshot}: not the snapshot the manifest pins (sha256 {manifest.snapshot.sha256})")
@@ -92,14 +85,14 @@ def load_sources() -> SiteSources:
     db.close()
     docs = []
     for name in ["overview.md", *(f"{v}.md" for v in VENDOR_PREFIXES)]:
-        path = world_dir() / DOCS_DIR / name
+        path = world / DOCS_DIR / name
         text = path.read_text(encoding="utf-8")
         if hashlib.sha256(text.encode()).hexdigest() != manifest.docs.get(name):
             raise WorldError(f"{path}: not the docs page the manifest pins")
         heading = _HEADING.search(text)
         docs.append(DocPage(name=name, title=heading.group(1) if heading else name, markdown=text,
                             sha256=manifest.docs[name]))  # fmt: skip
-    manifest_file = manifest_path()
+    manifest_file = world / MANIFEST_NAME
     downloads = (
         Download(name=SNAPSHOT_NAME, bytes=manifest.snapshot.bytes, sha256=snapshot_sha),
         Download(name=MANIFEST_NAME, bytes=manifest_file.stat().st_size, sha256=_sha256(manifest_file)),
@@ -107,6 +100,7 @@ def load_sources() -> SiteSources:
     truth = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME)
     rubrics = load_rubrics()
     return SiteSources(
+        world=world,
         tasks=tuple(load_tasks(tasks_dir())),
         truth=truth.tasks,
         truth_digest=truth.ground_truth_digest,
