@@ -18,6 +18,8 @@ from runner.board.db import Submission
 from runner.record.leaderboard import board_rows, render_leaderboard
 from runner.record.model import RunRecord
 from runner.record.report import environment, render_markdown
+from runner.site.links import Links
+from runner.site.render import TEMPLATES as SITE_TEMPLATES
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 REFRESH_S = 5
@@ -34,7 +36,8 @@ def _scoring() -> Markup:
 def _env() -> Environment:
     env = environment()
     assert env.loader is not None
-    env.loader = ChoiceLoader([FileSystemLoader(TEMPLATES), env.loader])
+    # The site's templates too: board pages carry the site's header (runner/site/templates/site_nav.html.j2).
+    env.loader = ChoiceLoader([FileSystemLoader(TEMPLATES), env.loader, FileSystemLoader(SITE_TEMPLATES)])
     return env
 
 
@@ -58,4 +61,9 @@ def board_panel(closed: Sequence[Submission], *, board_id: str, key_sha256: str)
 def board_page(page: str, title: str, **values: Any) -> str:
     """One of the board's own pages (``status``, ``submissions``, ``local``)."""
     values.setdefault("refresh_s", None)
-    return _env().get_template("board_page.html.j2").render(page=page, title=title, scoring=_scoring(), **values)
+    current = "local" if page == "local" else ""
+    return (
+        _env()
+        .get_template("board_page.html.j2")
+        .render(page=page, title=title, scoring=_scoring(), links=Links("server"), current=current, **values)
+    )
