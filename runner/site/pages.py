@@ -2,9 +2,9 @@
 
 Pages that show only the project's own definitions (the contract, the dataset, a table, the scoring page) never
 change while the process runs: each is rendered on first use and kept. Pages that show published runs (the task
-list, a task) are kept until the set of published runs changes. A filtered task list, the submit page (it names the
-request's address) and the leaderboard (its board panel changes with every submission) are rendered for each
-request: a visitor's parameters are never cache keys, so nobody can fill the memory.
+list, a task) are kept until the set of published runs changes, and the leaderboard until those or the board's panel
+(the submissions not published) change. A filtered task list and the submit page (it names the request's address) are
+rendered for each request: a visitor's parameters are never cache keys, so nobody can fill the memory.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ class SitePages:
         self._runs: tuple[PublishedRun, ...] = ()
         self._results: dict[str, tuple[TaskResultCell, ...]] = {}
         self._with_runs: dict[str, str] = {}
+        self._leaderboard: tuple[tuple[tuple[str, ...], str], str] | None = None
 
     def _fixed_page(self, key: str, build: render.PageBuilder) -> str:
         with self._lock:
@@ -107,8 +108,16 @@ class SitePages:
         )
 
     def leaderboard(self, panel: Markup | None = None) -> str:
-        """``/leaderboard``, with the board's ``panel`` (which changes with every submission: not cached)."""
-        return render.leaderboard_page(self.sources, self.top, self._runs, panel)
+        """``/leaderboard`` with the board's ``panel``: kept until the published runs or the panel change."""
+        key = (self._runs_key, str(panel or ""))
+        with self._lock:
+            kept = self._leaderboard
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        page = render.leaderboard_page(self.sources, self.top, self._runs, panel)
+        with self._lock:
+            self._leaderboard = (key, page)  # one page kept, the latest: the panel is the board's, not a visitor's
+        return page
 
     def not_found(self, message: str) -> str:
         """The 404 page."""
