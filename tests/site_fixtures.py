@@ -98,3 +98,17 @@ class PageLinks(HTMLParser):
 def is_internal(link: str) -> bool:
     """Whether a link stays on the site (not another scheme or host)."""
     return not link.startswith(("http://", "https://", "mailto:", "//", "javascript:", "data:"))
+
+
+VISIBLE_ROWS = """
+return Array.from(document.querySelectorAll("#task-list tr.task-row"))
+  .filter(function (r) { return r.offsetParent !== null; }).map(function (r) { return r.id.slice(4); });
+"""
+
+
+def visible_task_rows(driver: WebDriver) -> list[str]:
+    """The ids of the task list's shown rows, read in one script (one round trip; a list swapped in meanwhile is
+    read whole, never half)."""
+    found = driver.execute_script(VISIBLE_ROWS)
+    assert isinstance(found, list)
+    return [str(x) for x in found]

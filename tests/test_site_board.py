@@ -21,7 +21,15 @@ from report_runs import mixed
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select, WebDriverWait
-from site_fixtures import PageLinks, chromium, console_errors, is_internal, screenshot, unlabelled_controls
+from site_fixtures import (
+    PageLinks,
+    chromium,
+    console_errors,
+    is_internal,
+    screenshot,
+    unlabelled_controls,
+    visible_task_rows,
+)
 from sqlalchemy import create_engine, text
 
 from runner.paths import tasks_dir, world_dir
@@ -38,10 +46,17 @@ SCRIPT = "<script>window.pwned=1</script>"
 
 def _publish(board: BoardProcess, run_dir: Path, name: str) -> None:
     """A published submission of ``run_dir``, written to the board's SQLite as a worker leaves one."""
-    board.token("publisher")
     engine = create_engine(f"sqlite:///{board.folder / 'data' / 'board.sqlite'}")
     try:
         with engine.begin() as db:
+            # The token row the submission hangs off; its secret is never used, so only its hash is made up.
+            db.execute(
+                text(
+                    "INSERT INTO tokens (submitter, token_sha256, created_at, open_limit)"
+                    " VALUES ('publisher', :h, '2026-12-01', 1)"
+                ),
+                {"h": "0" * 64},
+            )
             (token_id,) = db.execute(text("SELECT id FROM tokens WHERE submitter = 'publisher'")).one()
             db.execute(
                 text(
@@ -179,19 +194,11 @@ def test_the_task_filters_work_against_the_server_in_chromium(board: BoardProces
     Select(chromium.find_element(By.ID, "filter-vendor")).select_by_value("okta")
     okta = [t.id for t in TASKS if "okta" in t.vendors]
 
-    def rows(driver: WebDriver) -> list[str]:
-        # One script, so a list swapped in while it runs is read whole, never half.
-        found = driver.execute_script(
-            "return Array.from(document.querySelectorAll('#task-list tr.task-row'))"
-            ".filter(function (r) { return !r.hidden; }).map(function (r) { return r.id.slice(4); });"
-        )
-        return [str(x) for x in found]
-
-    WebDriverWait(chromium, 10).until(lambda d: rows(d) == okta)
+    WebDriverWait(chromium, 10).until(lambda d: visible_task_rows(d) == okta)
     assert chromium.execute_script("return location.search") == "?vendor=okta"  # the address can be linked
     Select(chromium.find_element(By.ID, "filter-difficulty")).select_by_value("expert")
     expert = [t.id for t in TASKS if "okta" in t.vendors and t.difficulty == "expert"]
-    WebDriverWait(chromium, 10).until(lambda d: rows(d) == expert)
+    WebDriverWait(chromium, 10).until(lambda d: visible_task_rows(d) == expert)
     assert chromium.find_element(By.ID, "shown-count").text == str(len(expert))
     assert console_errors(chromium) == []
     screenshot(chromium, Path("/tmp/ispm-site-board-tasks.png"))

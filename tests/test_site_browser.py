@@ -1,4 +1,4 @@
-"""``ispm site build``'s static site, opened from the file system in a real headless Chromium.
+"""The static site (``ispm site build``), opened from the file system in a real headless Chromium.
 
 One build per module (with the ``mixed`` run published, so results and report links show). Every internal link of
 every page must name a file the build wrote (and, with a fragment, an id on it); the main pages load with no
@@ -8,8 +8,6 @@ browser; a task link opens its page. Screenshots land in /tmp/ispm-site-*.png fo
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -18,15 +16,24 @@ from report_runs import mixed
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select, WebDriverWait
-from site_fixtures import PageLinks, chromium, console_errors, is_internal, screenshot, unlabelled_controls
+from site_fixtures import (
+    PageLinks,
+    chromium,
+    console_errors,
+    is_internal,
+    screenshot,
+    unlabelled_controls,
+    visible_task_rows,
+)
 
 from runner.paths import tasks_dir
 from runner.record.build import load_record
+from runner.site.build import build_site, published_from_folders
+from runner.site.sources import load_sources
 from runner.tasks.load import load_tasks
 
 __all__ = ["chromium", "mixed"]  # fixtures, imported for pytest
 pytestmark = pytest.mark.browser
-ISPM = str(Path(sys.executable).with_name("ispm"))
 TASKS = load_tasks(tasks_dir())
 MAIN_PAGES = ["index.html", "tasks.html", "dataset.html", "leaderboard.html", "scoring.html", "submit.html",
               "run-locally.html", "tasks/ispm-001.html", "tasks/ispm-118.html", "dataset/okta_users.html"]  # fmt: skip
@@ -34,16 +41,12 @@ MAIN_PAGES = ["index.html", "tasks.html", "dataset.html", "leaderboard.html", "s
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory, mixed: Path) -> Path:
+    # Built in-process (the command's own output is tested in test_site.py): one interpreter start less.
     out = tmp_path_factory.mktemp("site") / "public"
-    done = subprocess.run([ISPM, "site", "build", str(out), "--run", str(mixed)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"{out / 'index.html'}: 201 pages, 1 published runs, ")
+    runs, reports = published_from_folders([mixed])
+    built = build_site(load_sources(), out, runs, reports)
+    assert (built.pages, built.runs) == (201, 1)
     return out
-
-
-def _visible_rows(browser: WebDriver) -> list[str]:
-    rows = browser.find_elements(By.CSS_SELECTOR, "#task-list tr.task-row")
-    return [(r.get_attribute("id") or "").removeprefix("row-") for r in rows if r.is_displayed()]
 
 
 def test_every_internal_link_on_every_page_names_a_file_of_the_site(site: Path) -> None:
@@ -79,28 +82,30 @@ def test_the_main_pages_load_without_console_errors_and_label_every_control(
 
 def test_the_task_list_filters_and_searches_in_the_browser(chromium: WebDriver, site: Path) -> None:
     chromium.get((site / "tasks.html").as_uri())
-    assert _visible_rows(chromium) == [t.id for t in TASKS]
+    assert visible_task_rows(chromium) == [t.id for t in TASKS]
     Select(chromium.find_element(By.ID, "filter-vendor")).select_by_value("okta")
     okta = [t.id for t in TASKS if "okta" in t.vendors]
-    assert _visible_rows(chromium) == okta
+    assert visible_task_rows(chromium) == okta
     Select(chromium.find_element(By.ID, "filter-kind")).select_by_value("verdict")
     both = [t.id for t in TASKS if "okta" in t.vendors and t.kind == "verdict"]
-    assert 0 < len(both) < len(okta) and _visible_rows(chromium) == both
+    assert 0 < len(both) < len(okta) and visible_task_rows(chromium) == both
     assert chromium.find_element(By.ID, "shown-count").text == str(len(both))
     Select(chromium.find_element(By.ID, "filter-kind")).select_by_value("")
     chromium.find_element(By.ID, "filter-q").send_keys("GitHub organization")
     found = [t.id for t in TASKS if "okta" in t.vendors and all(w in (t.id + t.title + t.prompt).lower()
                                                                for w in ("github", "organization"))]  # fmt: skip
-    WebDriverWait(chromium, 5).until(lambda d: _visible_rows(d) == found)
+    WebDriverWait(chromium, 5).until(lambda d: visible_task_rows(d) == found)
     assert found and console_errors(chromium) == []
     screenshot(chromium, Path("/tmp/ispm-site-tasks.png"))
 
 
 def test_a_linked_query_filters_the_static_list_and_an_unknown_value_says_so(chromium: WebDriver, site: Path) -> None:
     chromium.get((site / "tasks.html").as_uri() + "?vendor=okta&trap=pim_eligible")
-    assert _visible_rows(chromium) == [t.id for t in TASKS if "okta" in t.vendors and "pim_eligible" in t.trap_families]
+    assert visible_task_rows(chromium) == [
+        t.id for t in TASKS if "okta" in t.vendors and "pim_eligible" in t.trap_families
+    ]
     chromium.get((site / "tasks.html").as_uri() + "?vendor=%3Cscript%3Ewindow.pwned%3D1%3C%2Fscript%3E")
-    assert _visible_rows(chromium) == []
+    assert visible_task_rows(chromium) == []
     empty = chromium.find_element(By.ID, "empty-result")
     assert empty.is_displayed() and "vendor: no task has the value '<script>window.pwned=1</script>'" in empty.text
     assert chromium.execute_script("return window.pwned === undefined") is True
