@@ -39,6 +39,7 @@ from runner.site.errors import PageNotFound
 from runner.site.model import PublishedRun
 from runner.site.pages import SitePages
 from runner.site.render import BoardFacts, shown
+from runner.site.results import published_run
 from runner.site.sources import load_sources
 from runner.world import MANIFEST_NAME, SNAPSHOT_NAME
 from runner.world.digest import file_sha256
@@ -127,7 +128,7 @@ def create_app(ctx: BoardContext) -> Starlette:
     key_sha = public_key_sha256(ctx.key.public_key())
     facts = BoardFacts(config.board_id, tuple(config.candidates), tuple(config.judges))
     site = SitePages(load_sources(), facts)
-    records: dict[str, RunRecord] = {}  # a published record never changes: each is read once
+    kept: dict[str, PublishedRun] = {}  # a published record never changes: each is read once
 
     def check_submission(authorization: str | None, name: str, candidate: str) -> int:
         with ctx.sessions() as session:
@@ -245,11 +246,12 @@ def create_app(ctx: BoardContext) -> Starlette:
         for sub in subs:
             if sub.state != "published" or not sub.run_dir or not sub.run_id:
                 continue
-            record = records.get(sub.run_id)
-            if record is None:
-                text = (Path(sub.run_dir) / "record.json").read_text(encoding="utf-8")
-                record = records[sub.run_id] = RunRecord.model_validate_json(text)
-            runs.append(PublishedRun(record=record, label=f"{sub.display_name} ({sub.candidate})", has_report=True))
+            run = kept.get(sub.run_id)
+            if run is None:
+                record = RunRecord.model_validate_json((Path(sub.run_dir) / "record.json").read_text(encoding="utf-8"))
+                label = f"{sub.display_name} ({sub.candidate})"
+                run = kept[sub.run_id] = published_run(record, label=label, has_report=True)
+            runs.append(run)
         site.publish(runs)
         return runs, [s for s in subs if s.state in ("failed", "cancelled")]
 

@@ -19,7 +19,7 @@ from runner.record.store import load_records
 from runner.site import render
 from runner.site.links import DOWNLOADS_DIR, PAGES, Links
 from runner.site.model import PublishedRun, SiteSources
-from runner.site.results import task_results
+from runner.site.results import published_run, task_results
 from runner.world import MANIFEST_NAME, SNAPSHOT_NAME
 
 
@@ -107,7 +107,7 @@ def published_from_folders(run_dirs: Sequence[Path]) -> tuple[list[PublishedRun]
         if report.is_file():
             reports[record.run_id] = report
         label = record.candidate_model or record.spec.agent_image
-        runs.append(PublishedRun(record=record, label=label, has_report=report.is_file()))
+        runs.append(published_run(record, label=label, has_report=report.is_file()))
     return runs, reports
 
 

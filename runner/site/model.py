@@ -78,13 +78,28 @@ class Download(_Model):
     """sha256 of its bytes."""
 
 
+class TaskGrades(_Model):
+    """One task's consensus in one published run."""
+
+    grades: dict[Dimension, Grade]
+    """The consensus across epochs, per dimension."""
+    strict_success: bool | None
+    """Whether every non-abstaining dimension was correct."""
+
+
 class PublishedRun(_Model):
-    """One published run, as the site shows it."""
+    """One published run, as the site shows it: the record's summary and each task's consensus, no samples.
+
+    Made by ``runner.site.results.published_run``: an official run's record holds every sample (megabytes), which
+    no site page shows, so a board keeps this instead.
+    """
 
     record: RunRecord
-    """The run's record."""
+    """The run's record without its samples and per-task results (what the leaderboard ranks by)."""
+    tasks: dict[str, TaskGrades]
+    """Each graded task's consensus, by task id (empty for a run without a score)."""
     label: str
-    """Who ran what: the submission's name, or the candidate model."""
+    """Who ran what: the submission's name and candidate, or the candidate model."""
     has_report: bool
     """Whether the site links the run's report page (``Links.run_report``)."""
 
