@@ -36,9 +36,9 @@ from runner.record.model import RunRecord
 from runner.record.report import REPORT_NAME
 from runner.record.verify import public_key_sha256, statement_paths
 from runner.site.errors import PageNotFound
-from runner.site.model import PublishedRun
+from runner.site.model import BoardFacts, PublishedRun
 from runner.site.pages import SitePages
-from runner.site.render import BoardFacts, shown
+from runner.site.render import shown
 from runner.site.results import published_run
 from runner.site.sources import load_sources
 from runner.world import MANIFEST_NAME, SNAPSHOT_NAME
@@ -126,7 +126,7 @@ def create_app(ctx: BoardContext) -> Starlette:
     config = ctx.config
     key_pem = public_pem(ctx.key).decode()
     key_sha = public_key_sha256(ctx.key.public_key())
-    facts = BoardFacts(config.board_id, tuple(config.candidates), tuple(config.judges))
+    facts = BoardFacts(board_id=config.board_id, candidates=tuple(config.candidates), judges=tuple(config.judges))
     site = SitePages(load_sources(), facts)
     kept: dict[str, PublishedRun] = {}  # a published record never changes: each is read once
 

@@ -12,34 +12,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from runner.record.report import REPORT_NAME
 from runner.record.store import load_records
 from runner.site import render
 from runner.site.links import DOWNLOADS_DIR, PAGES, Links
-from runner.site.model import PublishedRun, SiteSources
+from runner.site.model import PublishedRun, SiteBuild, SiteSources
 from runner.site.results import published_run, task_results
 from runner.world import MANIFEST_NAME, SNAPSHOT_NAME
-
-
-class SiteBuild(BaseModel):
-    """What ``ispm site build`` wrote."""
-
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
-
-    out: str
-    """The site's folder."""
-    index: str
-    """The page to open: the contract."""
-    pages: int
-    """HTML pages written."""
-    runs: int
-    """Published runs shown."""
-    bytes: int
-    """Bytes written, downloads included."""
-    seconds: float
-    """Wall time of the build."""
 
 
 def _write(path: Path, text: str) -> int:

@@ -194,3 +194,32 @@ class TaskListPage(_Model):
     """Why the result is empty when a filter value names nothing (one line each)."""
     runs: int
     """Published runs the result columns summarise."""
+
+
+# ------------------------------------------------------------------------------------------------ the site's edges
+class BoardFacts(_Model):
+    """What the submit page says about the board serving it (a static site has none)."""
+
+    board_id: str
+    """The board's id."""
+    candidates: tuple[str, ...]
+    """The candidate models it serves."""
+    judges: tuple[str, ...]
+    """Its two judges."""
+
+
+class SiteBuild(_Model):
+    """What ``ispm site build`` wrote."""
+
+    out: str
+    """The site's folder."""
+    index: str
+    """The page to open: the contract."""
+    pages: int
+    """HTML pages written."""
+    runs: int
+    """Published runs shown."""
+    bytes: int
+    """Bytes written, downloads and reports included."""
+    seconds: float
+    """Wall time of the build."""

@@ -17,8 +17,7 @@ from markupsafe import Markup
 from runner.site import render
 from runner.site.filters import AXES
 from runner.site.links import Links
-from runner.site.model import PublishedRun, SiteSources, TaskResultCell
-from runner.site.render import BoardFacts
+from runner.site.model import BoardFacts, PublishedRun, SiteSources, TaskResultCell
 from runner.site.results import task_results
 
 

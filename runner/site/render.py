@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ from runner.site.filters import (
     unknown_values,
 )
 from runner.site.links import Links
-from runner.site.model import PublishedRun, SiteSources, TaskListPage, TaskResultCell, TaskRow
+from runner.site.model import BoardFacts, PublishedRun, SiteSources, TaskListPage, TaskResultCell, TaskRow
 from runner.tasks.model import TRAP_FAMILIES
 from runner.world.generate import VENDOR_PREFIXES
 
@@ -46,15 +45,6 @@ PageBuilder = Callable[[], str]
 """Renders one page when called."""
 _INLINE = MarkdownIt("commonmark", {"html": False})
 _TABLE_NAME = re.compile(r"\b([a-z]+_[a-z0-9_]+)\b")
-
-
-@dataclass(frozen=True)
-class BoardFacts:
-    """What the submit page says about the board serving it (a static site has none)."""
-
-    board_id: str
-    candidates: tuple[str, ...]
-    judges: tuple[str, ...]
 
 
 def shown(value: str) -> str:
