@@ -285,3 +285,11 @@ def test_pages_that_show_runs_are_rendered_again_only_when_the_published_runs_ch
     board = site.leaderboard(Markup("<p>panel one</p>"))
     assert site.leaderboard(Markup("<p>panel one</p>")) is board
     assert "panel two" in site.leaderboard(Markup("<p>panel two</p>"))
+
+
+def test_the_contract_page_holds_each_rubric_the_judges_read(sources: SiteSources) -> None:
+    page = Page(render.contract_page(sources, SERVER))
+    for dimension, rubric in load_rubrics().rubrics.items():
+        assert f"The rubric the judges read (version {rubric.version})" in page.words
+        last_line = rubric.text.strip().splitlines()[-1]
+        assert " ".join(re.sub(r"[*`]", "", last_line).split()) in page.words, dimension

@@ -127,6 +127,10 @@ class SiteSources(_Model):
     """The snapshot and the manifest."""
     rubric_questions: dict[Dimension, tuple[str, str]]
     """Each dimension's rubric title and the question it asks, in the contract's order."""
+    rubric_texts: dict[Dimension, str]
+    """Each dimension's rubric as the judges read it (Markdown)."""
+    rubric_versions: dict[Dimension, int]
+    """Each rubric's version."""
     rubric_digest: str
     """The rubric set's digest."""
     scoring_markdown: str

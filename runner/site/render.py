@@ -92,7 +92,10 @@ def _render(template: str, sources: SiteSources, links: Links, title: str, **val
 
 def contract_page(sources: SiteSources, links: Links) -> str:
     """``/``: the clauses, the judged dimensions, structural coverage, the record's parts and the links to the parts."""
-    dimensions = [(d, title, question) for d, (title, question) in sources.rubric_questions.items()]
+    dimensions = [
+        (d, title, question, sources.rubric_versions[d], sources.rubric_texts[d])
+        for d, (title, question) in sources.rubric_questions.items()
+    ]
     return _render(
         "contract.html.j2", sources, links, "The contract", current="contract", contract_id=CONTRACT_ID,
         summary=CONTRACT_SUMMARY, revision_rule=REVISION_RULE, clauses=CLAUSES, dimensions=dimensions,

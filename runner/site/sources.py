@@ -110,6 +110,8 @@ def load_sources(world: Path | None = None) -> SiteSources:
         docs=tuple(docs),
         downloads=downloads,
         rubric_questions={d: _rubric_question(rubrics.rubrics[d].text) for d in DIMENSIONS},
+        rubric_texts={d: rubrics.rubrics[d].text for d in DIMENSIONS},
+        rubric_versions=rubrics.versions(),
         rubric_digest=rubrics.digest,
         scoring_markdown=scoring_doc().read_text(encoding="utf-8"),
     )
