@@ -293,3 +293,9 @@ def test_the_contract_page_holds_each_rubric_the_judges_read(sources: SiteSource
         assert f"The rubric the judges read (version {rubric.version})" in page.words
         last_line = rubric.text.strip().splitlines()[-1]
         assert " ".join(re.sub(r"[*`]", "", last_line).split()) in page.words, dimension
+
+
+def test_control_characters_in_a_search_are_spaces(sources: SiteSources) -> None:
+    html = render.tasks_page(sources, SERVER, {}, {"q": "lumen\x00okta\u202e"})
+    assert "\x00" not in html and "\u202e" not in html
+    assert Page(html).rows == Page(render.tasks_page(sources, SERVER, {}, {"q": "lumen okta"})).rows != []

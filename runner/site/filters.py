@@ -49,7 +49,8 @@ def parse_query(params: Mapping[str, str]) -> tuple[TaskQuery, list[str]]:
             problems.append(f"{axis}: longer than {bound} characters ({raw[:40]}…); nothing can match it")
             values[axis] = raw[:bound]
             continue
-        values[axis] = raw.strip()
+        # Control characters (a NUL, a bidi override) never match a task and would only be echoed: spaces instead.
+        values[axis] = "".join(ch if ch.isprintable() else " " for ch in raw).strip()
     return TaskQuery(**values), problems
 
 
