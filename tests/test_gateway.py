@@ -1,14 +1,21 @@
-"""The gateway over real sockets: exact accounting, tokens, caps, faults, Unix sockets, key hygiene."""
+"""The gateway over real sockets: exact accounting, tokens, caps, faults, Unix sockets, key hygiene.
+
+Where several claims are about one exchange, a module-scoped fixture plays it once and each claim is its own test.
+HTTP framing on a raw socket is in test_gateway_http.py, what an agent may not make the provider do in
+test_gateway_policy.py.
+"""
 
 from __future__ import annotations
 
 import gc
 import io
 import json
+import logging
 import socket
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,21 +27,19 @@ from fake_provider import (
     OPENAI_MODEL,
     FakeProvider,
     Reply,
+    Seen,
     anthropic_message,
     fake_provider,
     point_clients_at,
 )
 from fake_provider import openai_completion as completion
+from gateway_stage import CHAT, KEY, SETTINGS, logged, post, staged
 
 from runner.errors import GatewayError
 from runner.gateway.model import ClientSettings
-from runner.gateway.server import Caps, Gateway
+from runner.gateway.server import Caps, Gateway, SampleUsage
 
 __all__ = ["fake_provider"]  # the imported fixture is used by name
-
-KEY = "sk-live-UNIQUE-MARKER-d41d8cd98f00b204"
-SETTINGS = ClientSettings(read_timeout=0.5, max_attempts=2)  # short: a hung provider costs 2 × 0.5 s
-CHAT = {"model": "whatever-the-agent-says", "messages": [{"role": "user", "content": "Who lacks MFA?"}]}
 
 
 @pytest.fixture
@@ -60,113 +65,294 @@ def http(gateway: Gateway) -> Iterator[httpx.Client]:
         yield client
 
 
-def post(http: httpx.Client, token: str | None, body: Any = CHAT) -> httpx.Response:
-    headers = {"authorization": f"Bearer {token}"} if token else {}
-    return http.post("/v1/chat/completions", json=body, headers=headers)
+# --- accounting --------------------------------------------------------------------------------------------
 
 
-def test_token_accounting_is_exact(gateway: Gateway, http: httpx.Client, provider_env: FakeProvider) -> None:
+@dataclass(frozen=True)
+class Accounting:
+    """Four requests of one sample and one of another, each with its own usage."""
+
+    statuses: list[int]
+    """The status of every reply, the first sample's four first."""
+    usage: SampleUsage
+    """The first sample's usage, revoked."""
+    other: SampleUsage
+    """The second sample's usage."""
+    asked_models: set[str]
+    """Every model the provider was asked for."""
+
+
+@pytest.fixture(scope="module")
+def accounting() -> Accounting:
     usages = [(1234, 56, 1000), (2048, 512, 0), (7, 1, 7)]
-    provider_env.push(
-        *[Reply(body=completion(prompt_tokens=i, completion_tokens=o, cached_tokens=c)) for i, o, c in usages]
+    script = [Reply(body=completion(prompt_tokens=i, completion_tokens=o, cached_tokens=c)) for i, o, c in usages]
+    with staged("openai/gpt-4.1", *script, Reply(body=completion(model="gpt-fake-2026-02-02"))) as stage:
+        token = stage.gateway.issue_token("t1/e0")
+        other = stage.gateway.issue_token("t2/e0")
+        statuses = [post(stage.http, token).status_code for _ in range(4)] + [post(stage.http, other).status_code]
+        usage = stage.gateway.revoke("t1/e0")
+        return Accounting(statuses, usage, stage.gateway.usage("t2/e0"), {s.body["model"] for s in stage.fake.seen})
+
+
+def test_every_request_of_the_accounting_is_answered(accounting: Accounting) -> None:
+    assert accounting.statuses == [200] * 5
+
+
+def test_a_sample_counts_its_own_requests(accounting: Accounting) -> None:
+    assert accounting.usage.requests == 4
+
+
+def test_a_sample_counts_the_input_tokens_exactly(accounting: Accounting) -> None:
+    assert accounting.usage.input_tokens == 1234 + 2048 + 7 + 11
+
+
+def test_a_sample_counts_the_output_tokens_exactly(accounting: Accounting) -> None:
+    assert accounting.usage.output_tokens == 56 + 512 + 1 + 7
+
+
+def test_a_sample_counts_the_cached_tokens_exactly(accounting: Accounting) -> None:
+    assert accounting.usage.cached_tokens == 1007
+
+
+def test_a_sample_lists_every_model_that_served_it_once(accounting: Accounting) -> None:
+    assert accounting.usage.model_ids == [OPENAI_MODEL, "gpt-fake-2026-02-02"]
+
+
+def test_a_sample_measures_its_latency(accounting: Accounting) -> None:
+    assert accounting.usage.latency_s > 0
+
+
+def test_a_sample_of_good_replies_records_no_error(accounting: Accounting) -> None:
+    assert accounting.usage.errors == []
+
+
+def test_a_sample_of_good_replies_records_no_refusal(accounting: Accounting) -> None:
+    assert accounting.usage.refused == 0
+
+
+def test_another_samples_requests_are_its_own(accounting: Accounting) -> None:
+    assert accounting.other.requests == 1
+
+
+def test_the_agent_does_not_choose_the_model(accounting: Accounting) -> None:
+    assert accounting.asked_models == {"gpt-4.1"}
+
+
+# --- a passed-through reply --------------------------------------------------------------------------------
+
+TOOLS = [{"type": "function", "function": {"name": "run_sql", "parameters": {"type": "object"}}}]
+TOOL_REPLY = completion(
+    "SELECT is fine", tool_calls=[{"id": "c1", "type": "function", "function": {"name": "run_sql", "arguments": "{}"}}]
+)
+
+
+@pytest.fixture(scope="module")
+def passed_through() -> tuple[httpx.Response, Seen]:
+    """The agent's reply to a chat request with tools, and the request the provider received."""
+    with staged("openai/gpt-4.1", Reply(body=TOOL_REPLY)) as stage:
+        reply = post(stage.http, stage.gateway.issue_token("s"), {**CHAT, "tools": TOOLS, "tool_choice": "auto"})
+        return reply, stage.fake.seen[-1]
+
+
+def test_response_is_the_providers_bytes(passed_through: tuple[httpx.Response, Seen]) -> None:
+    assert passed_through[0].json() == TOOL_REPLY
+
+
+def test_the_agents_tools_reach_the_provider_as_sent(passed_through: tuple[httpx.Response, Seen]) -> None:
+    assert passed_through[1].body["tools"] == TOOLS
+
+
+def test_the_agents_tool_choice_reaches_the_provider_as_sent(passed_through: tuple[httpx.Response, Seen]) -> None:
+    assert passed_through[1].body["tool_choice"] == "auto"
+
+
+# --- tokens ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TokenCheck:
+    """Tokens presented inside sample B's socket, then on the shared listener before and after A's revoke."""
+
+    b_side: list[int]
+    """Statuses inside B's socket: A's token, B's, a made-up one, none, B's without ``Bearer``."""
+    requests_after_b_side: tuple[int, int]
+    """A's and B's request counts after that."""
+    shared_before_revoke: int
+    """Status of A's token on the shared listener."""
+    after_revoke: httpx.Response
+    """The reply to A's token once revoked."""
+    a_requests: int
+    """A's request count at the end."""
+    refusal_reasons: list[Any]
+    """The ``reason`` of every ``token_refused`` log event, in order."""
+    log_text: str
+    """Every log record, as text."""
+    tokens: tuple[str, str]
+    """A's and B's tokens."""
+
+
+@pytest.fixture(scope="module")
+def token_check(tmp_path_factory: pytest.TempPathFactory) -> TokenCheck:
+    with logged() as records, staged() as stage:
+        gw = stage.gateway
+        token_a, token_b = gw.issue_token("A"), gw.issue_token("B")
+        sock_b = gw.listen_unix(tmp_path_factory.mktemp("tokens") / "b.sock", sample_id="B")
+        with httpx.Client(transport=httpx.HTTPTransport(uds=str(sock_b)), base_url="http://gateway") as b_side:
+            statuses = [post(b_side, token).status_code for token in (token_a, token_b, "made-up-token", None)]
+            no_bearer = b_side.post("/v1/chat/completions", json=CHAT, headers={"authorization": token_b})
+        requests_after_b_side = (gw.usage("A").requests, gw.usage("B").requests)
+        shared = post(stage.http, token_a).status_code
+        gw.revoke("A")
+        after_revoke = post(stage.http, token_a)
+        a_requests = gw.usage("A").requests
+    events = [r.msg for r in records if isinstance(r.msg, dict) and r.msg.get("event") == "token_refused"]
+    log_text = "\n".join(repr(r.msg) + r.getMessage() for r in records)
+    return TokenCheck(
+        b_side=[*statuses, no_bearer.status_code],
+        requests_after_b_side=requests_after_b_side,
+        shared_before_revoke=shared,
+        after_revoke=after_revoke,
+        a_requests=a_requests,
+        refusal_reasons=[event.get("reason") for event in events],
+        log_text=log_text,
+        tokens=(token_a, token_b),
     )
-    provider_env.push(Reply(body=completion(model="gpt-fake-2026-02-02")))
-    token = gateway.issue_token("t1/e0")
-    other = gateway.issue_token("t2/e0")
-    for _ in range(4):
-        assert post(http, token).status_code == 200
-    assert post(http, other).status_code == 200
-    usage = gateway.revoke("t1/e0")
-    assert (usage.requests, usage.input_tokens, usage.output_tokens, usage.cached_tokens) == (
-        4,
-        1234 + 2048 + 7 + 11,
-        56 + 512 + 1 + 7,
-        1007,
-    )
-    assert usage.model_ids == [OPENAI_MODEL, "gpt-fake-2026-02-02"]
-    assert usage.latency_s > 0 and usage.errors == [] and usage.refused == 0
-    assert gateway.usage("t2/e0").requests == 1
-    # the agent does not choose the model: the gateway forwards to the candidate
-    assert {seen.body["model"] for seen in provider_env.seen} == {"gpt-4.1"}
 
 
-def test_response_is_the_providers_bytes(gateway: Gateway, http: httpx.Client, provider_env: FakeProvider) -> None:
-    body = completion(
-        "SELECT is fine",
-        tool_calls=[{"id": "c1", "type": "function", "function": {"name": "run_sql", "arguments": "{}"}}],
-    )
-    provider_env.push(Reply(body=body))
-    tools = [{"type": "function", "function": {"name": "run_sql", "parameters": {"type": "object"}}}]
-    resp = post(http, gateway.issue_token("s"), {**CHAT, "tools": tools, "tool_choice": "auto"})
-    assert resp.json() == body
-    assert provider_env.seen[-1].body["tools"] == tools and provider_env.seen[-1].body["tool_choice"] == "auto"
+def test_only_the_samples_own_bearer_token_passes_its_socket(token_check: TokenCheck) -> None:
+    assert token_check.b_side == [401, 200, 401, 401, 401]  # A's token in B's container is foreign
 
 
-def test_tokens_identify_one_sample(
-    gateway: Gateway, provider_env: FakeProvider, tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    token_a = gateway.issue_token("A")
-    token_b = gateway.issue_token("B")
-    sock_b = gateway.listen_unix(tmp_path / "b.sock", sample_id="B")
-    with httpx.Client(transport=httpx.HTTPTransport(uds=str(sock_b)), base_url="http://gateway") as b_side:
-        assert post(b_side, token_a).status_code == 401  # A's token inside B's container: foreign
-        assert post(b_side, token_b).status_code == 200
-        assert post(b_side, "made-up-token").status_code == 401
-        assert post(b_side, None).status_code == 401
-        assert b_side.post("/v1/chat/completions", json=CHAT, headers={"authorization": token_b}).status_code == 401
-    assert gateway.usage("A").requests == 0 and gateway.usage("B").requests == 1
+def test_a_foreign_token_costs_neither_sample_a_request(token_check: TokenCheck) -> None:
+    assert token_check.requests_after_b_side == (0, 1)
 
-    host, port = gateway.listen_tcp()
-    with httpx.Client(base_url=f"http://{host}:{port}") as shared:
-        assert post(shared, token_a).status_code == 200
-        gateway.revoke("A")
-        refused = post(shared, token_a)
-        assert refused.status_code == 401 and refused.json()["error"]["type"] == "authentication_error"
-    assert gateway.usage("A").requests == 1
-    reasons = [
-        r.msg.get("reason") for r in caplog.records if isinstance(r.msg, dict) and r.msg.get("event") == "token_refused"
-    ]
-    assert reasons == ["foreign", "unknown", "missing", "missing", "revoked"]
-    assert token_a not in caplog.text and token_b not in caplog.text
+
+def test_a_token_passes_the_shared_listener(token_check: TokenCheck) -> None:
+    assert token_check.shared_before_revoke == 200
+
+
+def test_a_revoked_token_gets_401(token_check: TokenCheck) -> None:
+    assert token_check.after_revoke.status_code == 401
+
+
+def test_a_revoked_token_gets_an_authentication_error(token_check: TokenCheck) -> None:
+    assert token_check.after_revoke.json()["error"]["type"] == "authentication_error"
+
+
+def test_a_revoked_tokens_request_is_not_counted(token_check: TokenCheck) -> None:
+    assert token_check.a_requests == 1
+
+
+def test_every_refused_token_is_logged_with_its_reason(token_check: TokenCheck) -> None:
+    assert token_check.refusal_reasons == ["foreign", "unknown", "missing", "missing", "revoked"]
+
+
+def test_no_token_is_logged(token_check: TokenCheck) -> None:
+    assert [token for token in token_check.tokens if token in token_check.log_text] == []
+
+
+def test_a_samples_socket_is_a_socket_while_its_token_lives(gateway: Gateway, tmp_path: Path) -> None:
+    gateway.issue_token("S")
+    assert gateway.listen_unix(tmp_path / "s.sock", sample_id="S").is_socket()
 
 
 def test_revoke_closes_the_samples_socket(gateway: Gateway, tmp_path: Path) -> None:
     gateway.issue_token("S")
     sock = gateway.listen_unix(tmp_path / "s.sock", sample_id="S")
-    assert sock.is_socket()
     gateway.revoke("S")
     assert not sock.exists()
-    gateway.revoke("S")  # idempotent
+
+
+def test_revoke_twice_gives_the_same_usage(gateway: Gateway) -> None:
+    gateway.issue_token("S")
+    assert gateway.revoke("S") == gateway.revoke("S")
 
 
 def test_one_live_token_per_sample(gateway: Gateway) -> None:
     gateway.issue_token("S")
     with pytest.raises(GatewayError, match="live"):
         gateway.issue_token("S")
+
+
+def test_a_rerun_of_a_revoked_sample_starts_fresh(gateway: Gateway) -> None:
+    gateway.issue_token("S")
     gateway.revoke("S")
-    gateway.issue_token("S")  # a re-run of the sample starts fresh
+    gateway.issue_token("S")
     assert gateway.usage("S").requests == 0
 
 
-def test_unix_socket_serves(gateway: Gateway, tmp_path: Path) -> None:
-    path = gateway.listen_unix(tmp_path / "gw.sock")
-    assert path.stat().st_mode & 0o777 == 0o666
-    with httpx.Client(transport=httpx.HTTPTransport(uds=str(path)), base_url="http://gateway") as client:
-        assert client.get("/healthz").json() == {"ok": True}
-        token = gateway.issue_token("u")
-        for _ in range(3):  # keep-alive: the same connection serves every request
-            assert post(client, token).json()["model"] == OPENAI_MODEL
-        listing = client.get("/v1/models", headers={"authorization": f"Bearer {token}"}).json()
-        assert listing["data"][0]["id"] == "gpt-4.1" and client.get("/v1/models").status_code == 401
-    assert gateway.usage("u").requests == 3
+# --- the Unix socket ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UnixSocketVisit:
+    """A client of a gateway's Unix socket: health, three requests on one connection, the model listing."""
+
+    mode: int
+    """The socket file's permission bits."""
+    health: Any
+    """The ``/healthz`` reply."""
+    models: list[str]
+    """The ``model`` of each of the three chat replies."""
+    listing: Any
+    """``/v1/models`` with the token."""
+    listing_without_token: int
+    """The status of ``/v1/models`` without it."""
+    requests: int
+    """The sample's request count after."""
+
+
+@pytest.fixture(scope="module")
+def unix_socket(tmp_path_factory: pytest.TempPathFactory) -> UnixSocketVisit:
+    with staged() as stage:
+        path = stage.gateway.listen_unix(tmp_path_factory.mktemp("uds") / "gw.sock")
+        with httpx.Client(transport=httpx.HTTPTransport(uds=str(path)), base_url="http://gateway") as client:
+            health = client.get("/healthz").json()
+            token = stage.gateway.issue_token("u")
+            models = [post(client, token).json()["model"] for _ in range(3)]  # keep-alive: one connection
+            listing = client.get("/v1/models", headers={"authorization": f"Bearer {token}"}).json()
+            without = client.get("/v1/models").status_code
+        return UnixSocketVisit(
+            path.stat().st_mode & 0o777, health, models, listing, without, stage.gateway.usage("u").requests
+        )
+
+
+def test_the_unix_socket_is_open_to_the_containers_user(unix_socket: UnixSocketVisit) -> None:
+    assert unix_socket.mode == 0o666
+
+
+def test_the_unix_socket_answers_health(unix_socket: UnixSocketVisit) -> None:
+    assert unix_socket.health == {"ok": True}
+
+
+def test_the_unix_socket_serves_every_request_of_a_kept_alive_connection(unix_socket: UnixSocketVisit) -> None:
+    assert unix_socket.models == [OPENAI_MODEL] * 3
+
+
+def test_the_unix_socket_lists_the_candidate_as_the_model(unix_socket: UnixSocketVisit) -> None:
+    assert unix_socket.listing["data"][0]["id"] == "gpt-4.1"
+
+
+def test_the_model_list_needs_a_token(unix_socket: UnixSocketVisit) -> None:
+    assert unix_socket.listing_without_token == 401
+
+
+def test_the_unix_socket_counts_its_requests(unix_socket: UnixSocketVisit) -> None:
+    assert unix_socket.requests == 3
+
+
+def test_a_unix_socket_path_too_long_is_refused(gateway: Gateway, tmp_path: Path) -> None:
     with pytest.raises(GatewayError, match="Unix socket"):
         gateway.listen_unix(tmp_path / ("x" * 120) / "gw.sock")
+
+
+def test_the_process_start_up_objects_are_frozen_out_of_the_collector(gateway: Gateway) -> None:
+    assert gc.get_freeze_count() > 10_000
 
 
 def test_what_the_process_held_at_start_is_out_of_the_collectors_walk(gateway: Gateway) -> None:
     # A full collection over the runner's start-up objects stalls every stream; frozen, they are never walked.
     walked = gc.get_objects()
-    assert gc.get_freeze_count() > 10_000
     assert not any(o is Gateway or o is httpx.AsyncClient for o in walked)
 
 
@@ -175,85 +361,214 @@ def test_loopback_only(gateway: Gateway) -> None:
         gateway.listen_tcp("0.0.0.0")
 
 
-def test_caps_refuse_clearly(provider_env: FakeProvider) -> None:
-    with Gateway("openai/gpt-4.1", caps=Caps(max_requests=2)) as gw:
-        host, port = gw.listen_tcp()
-        with httpx.Client(base_url=f"http://{host}:{port}") as http:
-            token = gw.issue_token("c")
-            assert [post(http, token).status_code for _ in range(2)] == [200, 200]
-            refused = post(http, token)
-        assert refused.status_code == 429 and refused.headers["x-should-retry"] == "false"
-        assert refused.json()["error"]["code"] == "ispm_cap_exceeded"
-        assert "2 of 2" in refused.json()["error"]["message"]
-        assert (gw.usage("c").requests, gw.usage("c").refused, len(provider_env.seen)) == (2, 1, 2)
-    with Gateway("openai/gpt-4.1", caps=Caps(max_tokens=30)) as gw:
-        host, port = gw.listen_tcp()
-        with httpx.Client(base_url=f"http://{host}:{port}") as http:
-            token = gw.issue_token("c")
-            codes = [post(http, token).status_code for _ in range(3)]  # 18 tokens each: the second overshoots
-        assert codes == [200, 200, 429] and gw.usage("c").input_tokens + gw.usage("c").output_tokens == 36
+# --- caps --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("body", "message"),
-    [({"model": "x"}, "messages"), ({"messages": "x"}, "messages"), ([1], "JSON object"), ("not json", "not JSON")],
-)
-def test_bad_requests_get_400(gateway: Gateway, http: httpx.Client, body: Any, message: str) -> None:
+@dataclass(frozen=True)
+class Capped:
+    """A sample against a request cap of two: two answered requests and a third refused."""
+
+    answered: list[int]
+    """The two first statuses."""
+    refused: httpx.Response
+    """The third reply."""
+    counts: tuple[int, int, int]
+    """The sample's requests and refusals, and the requests the provider received."""
+
+
+@pytest.fixture(scope="module")
+def request_cap() -> Capped:
+    with staged(caps=Caps(max_requests=2)) as stage:
+        token = stage.gateway.issue_token("c")
+        answered = [post(stage.http, token).status_code for _ in range(2)]
+        refused = post(stage.http, token)
+        usage = stage.gateway.usage("c")
+        return Capped(answered, refused, (usage.requests, usage.refused, len(stage.fake.seen)))
+
+
+def test_requests_within_the_cap_are_answered(request_cap: Capped) -> None:
+    assert request_cap.answered == [200, 200]
+
+
+def test_a_request_over_the_cap_gets_a_429_not_to_retry(request_cap: Capped) -> None:
+    assert (request_cap.refused.status_code, request_cap.refused.headers["x-should-retry"]) == (429, "false")
+
+
+def test_a_request_over_the_cap_says_the_cap_was_exceeded(request_cap: Capped) -> None:
+    assert request_cap.refused.json()["error"]["code"] == "ispm_cap_exceeded"
+
+
+def test_a_request_over_the_cap_says_how_much_was_used(request_cap: Capped) -> None:
+    assert "2 of 2" in request_cap.refused.json()["error"]["message"]
+
+
+def test_a_request_over_the_cap_is_counted_as_refused_and_never_sent(request_cap: Capped) -> None:
+    assert request_cap.counts == (2, 1, 2)
+
+
+@pytest.fixture(scope="module")
+def token_cap() -> tuple[list[int], SampleUsage]:
+    with staged(caps=Caps(max_tokens=30)) as stage:
+        token = stage.gateway.issue_token("c")
+        codes = [post(stage.http, token).status_code for _ in range(3)]  # 18 tokens each: the second overshoots
+        return codes, stage.gateway.usage("c")
+
+
+def test_the_request_after_the_token_cap_is_overshot_is_refused(token_cap: tuple[list[int], SampleUsage]) -> None:
+    assert token_cap[0] == [200, 200, 429]
+
+
+def test_the_tokens_of_the_overshooting_request_are_counted(token_cap: tuple[list[int], SampleUsage]) -> None:
+    assert token_cap[1].input_tokens + token_cap[1].output_tokens == 36
+
+
+# --- bad requests ------------------------------------------------------------------------------------------
+
+#: Bodies the gateway refuses with a 400, and what the refusal says.
+BAD_BODIES = [({"model": "x"}, "messages"), ({"messages": "x"}, "messages"), ([1], "JSON object")]
+
+
+@pytest.mark.parametrize(("body", "message"), BAD_BODIES)
+def test_bad_requests_get_400_saying_why(gateway: Gateway, http: httpx.Client, body: Any, message: str) -> None:
+    resp = post(http, gateway.issue_token("s"), body)
+    assert (resp.status_code, message in resp.json()["error"]["message"]) == (400, True)
+
+
+def test_a_body_that_is_not_json_gets_400_saying_so(gateway: Gateway, http: httpx.Client) -> None:
     token = gateway.issue_token("s")
-    if isinstance(body, str):
-        resp = http.post("/v1/chat/completions", content=body, headers={"authorization": f"Bearer {token}"})
-    else:
-        resp = post(http, token, body)
-    assert resp.status_code == 400 and message in resp.json()["error"]["message"]
+    resp = http.post("/v1/chat/completions", content="not json", headers={"authorization": f"Bearer {token}"})
+    assert (resp.status_code, "not JSON" in resp.json()["error"]["message"]) == (400, True)
+
+
+@pytest.mark.parametrize(("body", "message"), BAD_BODIES)
+def test_bad_requests_cost_nothing(gateway: Gateway, http: httpx.Client, body: Any, message: str) -> None:
+    post(http, gateway.issue_token("s"), body)
     assert gateway.usage("s").requests == 0
 
 
-def test_provider_faults_end_in_records_not_crashes(
-    gateway: Gateway, http: httpx.Client, provider_env: FakeProvider, sleeps: list[float]
-) -> None:
-    token = gateway.issue_token("f")
-    provider_env.push(Reply(429, {"error": "busy"}, headers={"Retry-After": "0.4"}), Reply(body=completion()))
-    assert post(http, token).status_code == 200 and sleeps == [0.4]
-    provider_env.push(Reply(500, "oops"), Reply(body=completion()))
-    assert post(http, token).status_code == 200
-    provider_env.push(Reply(hang=True), Reply(hang=True))
-    hung = post(http, token)
-    assert hung.status_code == 504 and hung.json()["error"]["attempts"] == 2
-    provider_env.push(Reply(malformed=True), Reply(malformed=True))
-    assert post(http, token).status_code == 502
-    provider_env.push(Reply(400, {"error": {"message": "context too long"}}))
-    bad = post(http, token)
-    assert bad.status_code == 400 and "context too long" in bad.json()["error"]["message"]
-    provider_env.push(Reply(404, {"error": "no such model"}))
-    assert post(http, token).status_code == 502  # the agent did not pick the model: not its 404
-    assert post(http, token).status_code == 200  # and the gateway carries on
-    usage = gateway.usage("f")
-    assert [(e.kind, e.status, e.attempts) for e in usage.errors] == [
+# --- provider faults ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Faults:
+    """One sample through a 429, a 500, a hang, malformed replies, a 400 and a 404, then a good reply."""
+
+    replies: dict[str, httpx.Response]
+    """Each fault's reply to the agent, by name."""
+    sleeps: list[float]
+    """The waits between retries."""
+    usage: SampleUsage
+    """The sample's usage after."""
+
+
+@pytest.fixture(scope="module")
+def faults() -> Faults:
+    script: list[tuple[str, list[Reply]]] = [
+        ("429", [Reply(429, {"error": "busy"}, headers={"Retry-After": "0.4"}), Reply(body=completion())]),
+        ("500", [Reply(500, "oops"), Reply(body=completion())]),
+        ("hang", [Reply(hang=True), Reply(hang=True)]),
+        ("malformed", [Reply(malformed=True), Reply(malformed=True)]),
+        ("400", [Reply(400, {"error": {"message": "context too long"}})]),
+        ("404", [Reply(404, {"error": "no such model"})]),
+        ("after", []),
+    ]
+    with staged() as stage:
+        token = stage.gateway.issue_token("f")
+        replies = {}
+        for name, answers in script:
+            stage.fake.push(*answers)
+            replies[name] = post(stage.http, token)
+        return Faults(replies, stage.sleeps, stage.gateway.usage("f"))
+
+
+def test_a_429_is_retried_to_a_200(faults: Faults) -> None:
+    assert faults.replies["429"].status_code == 200
+
+
+def test_a_429_is_retried_after_its_retry_after(faults: Faults) -> None:
+    assert faults.sleeps[0] == 0.4
+
+
+def test_a_500_is_retried_to_a_200(faults: Faults) -> None:
+    assert faults.replies["500"].status_code == 200
+
+
+def test_a_provider_that_hangs_gives_a_504(faults: Faults) -> None:
+    assert faults.replies["hang"].status_code == 504
+
+
+def test_a_provider_that_hangs_is_tried_every_attempt(faults: Faults) -> None:
+    assert faults.replies["hang"].json()["error"]["attempts"] == 2
+
+
+def test_a_malformed_reply_gives_a_502(faults: Faults) -> None:
+    assert faults.replies["malformed"].status_code == 502
+
+
+def test_a_providers_400_reaches_the_agent_with_its_message(faults: Faults) -> None:
+    bad = faults.replies["400"]
+    assert (bad.status_code, "context too long" in bad.json()["error"]["message"]) == (400, True)
+
+
+def test_a_providers_404_is_a_502_the_agent_did_not_pick_the_model(faults: Faults) -> None:
+    assert faults.replies["404"].status_code == 502
+
+
+def test_the_gateway_carries_on_after_provider_faults(faults: Faults) -> None:
+    assert faults.replies["after"].status_code == 200
+
+
+def test_every_final_provider_fault_is_recorded_with_its_attempts(faults: Faults) -> None:
+    assert [(e.kind, e.status, e.attempts) for e in faults.usage.errors] == [
         ("timeout", None, 2),
         ("malformed", 200, 2),
         ("http_status", 400, 1),
         ("http_status", 404, 1),
     ]
-    assert usage.requests == 7 and usage.input_tokens == 3 * 11
 
 
-def test_an_unreachable_provider_is_a_connection_error_not_a_timeout(
-    monkeypatch: pytest.MonkeyPatch, sleeps: list[float]
-) -> None:
+def test_every_request_through_faults_is_counted(faults: Faults) -> None:
+    assert faults.usage.requests == 7
+
+
+def test_only_the_answered_requests_tokens_are_counted(faults: Faults) -> None:
+    assert faults.usage.input_tokens == 3 * 11
+
+
+@pytest.fixture(scope="module")
+def unreachable() -> tuple[httpx.Response, list[float], SampleUsage]:
+    """A chat request through a gateway whose provider's port has nothing listening."""
     with socket.socket() as closed:  # a port that was bound and released: nothing listens there
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
-    with Gateway("openai/gpt-4.1", settings=SETTINGS, sleep=sleeps.append) as gw:
-        host, port = gw.listen_tcp()
-        with httpx.Client(base_url=f"http://{host}:{port}", timeout=5) as http:
-            resp = post(http, gw.issue_token("u"))
-        usage = gw.usage("u")
-    assert resp.status_code == 502 and len(sleeps) == 1
-    (error,) = usage.errors
-    assert (error.kind, error.attempts) == ("connection", 2)
-    assert "ClientConnectorError" in error.message
+    sleeps: list[float] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OPENAI_API_KEY", KEY)
+        patch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+        with Gateway("openai/gpt-4.1", settings=SETTINGS, sleep=sleeps.append) as gw:
+            host, port = gw.listen_tcp()
+            with httpx.Client(base_url=f"http://{host}:{port}", timeout=5) as http:
+                resp = post(http, gw.issue_token("u"))
+            return resp, sleeps, gw.usage("u")
+
+
+Unreachable = tuple[httpx.Response, list[float], SampleUsage]
+
+
+def test_an_unreachable_provider_gives_a_502(unreachable: Unreachable) -> None:
+    assert unreachable[0].status_code == 502
+
+
+def test_an_unreachable_provider_is_retried_once(unreachable: Unreachable) -> None:
+    assert len(unreachable[1]) == 1
+
+
+def test_an_unreachable_provider_is_a_connection_error_not_a_timeout(unreachable: Unreachable) -> None:
+    assert [(e.kind, e.attempts) for e in unreachable[2].errors] == [("connection", 2)]
+
+
+def test_an_unreachable_providers_error_names_the_failed_connect(unreachable: Unreachable) -> None:
+    assert "ClientConnectorError" in unreachable[2].errors[0].message
 
 
 def test_key_never_leaves_the_host_side(
@@ -285,276 +600,180 @@ def test_key_never_leaves_the_host_side(
     captured += [usage.model_dump_json(), repr(gateway.upstream.endpoint), repr(usage), repr(gateway.upstream)]
     out, err = capfd.readouterr()
     captured += [caplog.text, out, err, *(repr(r.__dict__) for r in caplog.records)]
-    assert any(seen.headers.get("authorization") == f"Bearer {KEY}" for seen in provider_env.seen)  # it was used
-    assert "token_refused" in caplog.text and "provider_failed" in caplog.text  # the logs are not empty
+    # preconditions, so that no leak is not an empty look: the key was used, and the logs hold the failures
+    assert any(seen.headers.get("authorization") == f"Bearer {KEY}" for seen in provider_env.seen)
+    assert "token_refused" in caplog.text and "provider_failed" in caplog.text
     leaks = [text for text in captured if KEY in text]
     assert leaks == []
 
 
-def test_anthropic_candidate_round_trip(provider_env: FakeProvider) -> None:
-    with Gateway("anthropic/claude-sonnet-4-6", settings=SETTINGS) as gw:
-        host, port = gw.listen_tcp()
-        token = gw.issue_token("a")
-        tools = [
-            {
-                "type": "function",
-                "function": {"name": "list_tables", "parameters": {"type": "object", "properties": {}}},
-            }
-        ]
-        provider_env.push(
-            Reply(
-                body=anthropic_message(
-                    [{"type": "tool_use", "id": "toolu_9", "name": "list_tables", "input": {}}],
-                    input_tokens=100,
-                    output_tokens=20,
-                    cache_read=50,
-                    stop_reason="tool_use",
-                )
-            ),
-            Reply(body=anthropic_message([{"type": "text", "text": "Done."}], input_tokens=200, output_tokens=10)),
-        )
-        with httpx.Client(base_url=f"http://{host}:{port}") as http:
-            first = post(http, token, {**CHAT, "tools": tools}).json()
-            message = first["choices"][0]["message"]
-            assert first["choices"][0]["finish_reason"] == "tool_calls" and message["content"] is None
-            assert message["tool_calls"][0]["function"] == {"name": "list_tables", "arguments": "{}"}
-            assert first["model"] == ANTHROPIC_MODEL and first["usage"]["prompt_tokens"] == 150
-            history = [
-                *CHAT["messages"],
-                message,
-                {"role": "tool", "tool_call_id": "toolu_9", "content": "okta_users"},
-            ]
-            second = post(http, token, {**CHAT, "messages": history, "tools": tools}).json()
-        assert second["choices"][0]["message"]["content"] == "Done."
-        sent = provider_env.seen[-1].body
-        assert sent["model"] == "claude-sonnet-4-6"
-        assert sent["messages"][-1] == {
-            "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": "toolu_9", "content": "okta_users"}],
-        }
-        usage = gw.usage("a")
-        assert (usage.requests, usage.input_tokens, usage.output_tokens, usage.cached_tokens) == (
-            2,
-            350,
-            30,
-            50,
-        )
-        assert usage.model_ids == [ANTHROPIC_MODEL]
+# --- a chat agent and an Anthropic candidate ---------------------------------------------------------------
+
+LIST_TABLES = [
+    {
+        "type": "function",
+        "function": {"name": "list_tables", "parameters": {"type": "object", "properties": {}}},
+    }
+]
 
 
-def test_revoke_counts_requests_still_in_flight(provider_env: FakeProvider) -> None:
-    provider_env.push(Reply(body=completion(prompt_tokens=500, completion_tokens=50), delay=0.2))
+@dataclass(frozen=True)
+class RoundTrip:
+    """Two chat steps translated to an Anthropic candidate: a tool call, then the answer after its result."""
+
+    first: Any
+    """The chat reply to the first step."""
+    second: Any
+    """The chat reply to the second."""
+    sent: Any
+    """The Messages request the provider received for the second step."""
+    usage: SampleUsage
+    """The sample's usage after both."""
+
+
+@pytest.fixture(scope="module")
+def round_trip() -> RoundTrip:
+    tool_use = [{"type": "tool_use", "id": "toolu_9", "name": "list_tables", "input": {}}]
+    script = [
+        Reply(
+            body=anthropic_message(tool_use, input_tokens=100, output_tokens=20, cache_read=50, stop_reason="tool_use")
+        ),
+        Reply(body=anthropic_message([{"type": "text", "text": "Done."}], input_tokens=200, output_tokens=10)),
+    ]
+    with staged("anthropic/claude-sonnet-4-6", *script) as stage:
+        token = stage.gateway.issue_token("a")
+        first = post(stage.http, token, {**CHAT, "tools": LIST_TABLES}).json()
+        result = {"role": "tool", "tool_call_id": "toolu_9", "content": "okta_users"}
+        history = [*CHAT["messages"], first["choices"][0]["message"], result]
+        second = post(stage.http, token, {**CHAT, "messages": history, "tools": LIST_TABLES}).json()
+        return RoundTrip(first, second, stage.fake.seen[-1].body, stage.gateway.usage("a"))
+
+
+def test_a_tool_use_reply_finishes_with_tool_calls(round_trip: RoundTrip) -> None:
+    assert round_trip.first["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_a_tool_use_reply_without_text_has_null_content(round_trip: RoundTrip) -> None:
+    assert round_trip.first["choices"][0]["message"]["content"] is None
+
+
+def test_a_tool_use_without_input_becomes_a_call_with_empty_arguments(round_trip: RoundTrip) -> None:
+    assert round_trip.first["choices"][0]["message"]["tool_calls"][0]["function"] == {
+        "name": "list_tables",
+        "arguments": "{}",
+    }
+
+
+def test_a_translated_reply_names_the_model_that_served_it(round_trip: RoundTrip) -> None:
+    assert round_trip.first["model"] == ANTHROPIC_MODEL
+
+
+def test_a_translated_reply_counts_cache_reads_as_prompt_tokens(round_trip: RoundTrip) -> None:
+    assert round_trip.first["usage"]["prompt_tokens"] == 150
+
+
+def test_the_answer_after_a_tool_result_reaches_the_agent(round_trip: RoundTrip) -> None:
+    assert round_trip.second["choices"][0]["message"]["content"] == "Done."
+
+
+def test_the_anthropic_candidate_is_asked_by_its_own_name(round_trip: RoundTrip) -> None:
+    assert round_trip.sent["model"] == "claude-sonnet-4-6"
+
+
+def test_a_tool_message_reaches_anthropic_as_a_tool_result_in_a_user_turn(round_trip: RoundTrip) -> None:
+    assert round_trip.sent["messages"][-1] == {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "toolu_9", "content": "okta_users"}],
+    }
+
+
+def test_a_translated_sample_counts_requests_and_tokens_exactly(round_trip: RoundTrip) -> None:
+    usage = round_trip.usage
+    assert (usage.requests, usage.input_tokens, usage.output_tokens, usage.cached_tokens) == (2, 350, 30, 50)
+
+
+def test_a_translated_sample_lists_the_model_that_served_it(round_trip: RoundTrip) -> None:
+    assert round_trip.usage.model_ids == [ANTHROPIC_MODEL]
+
+
+# --- a revoke while a request is with the provider ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LateRevoke:
+    """A revoke at once while a request waits 0.2 s on the provider, then one that waits for it."""
+
+    early: SampleUsage
+    """The usage the first revoke gave."""
+    final: SampleUsage
+    """The usage the second gave."""
+    answered: list[int]
+    """The agent's status."""
+    seen: int
+    """The requests the provider received."""
+
+
+@pytest.fixture(scope="module")
+def late_revoke() -> LateRevoke:
+    reply = Reply(body=completion(prompt_tokens=500, completion_tokens=50), delay=0.2)
     answered: list[int] = []
-    with Gateway("openai/gpt-4.1", settings=ClientSettings(read_timeout=10)) as gw:
-        host, port = gw.listen_tcp()
+    with staged("openai/gpt-4.1", reply, settings=ClientSettings(read_timeout=10)) as stage:
+        gw = stage.gateway
         token = gw.issue_token("late")
-        with httpx.Client(base_url=f"http://{host}:{port}") as http:
-            agent = threading.Thread(target=lambda: answered.append(post(http, token).status_code))
-            agent.start()
-            while gw.usage("late").in_flight == 0:  # wait until the request is with the provider
-                time.sleep(0.005)
-            early = gw.revoke("late", settle=0)
-            final = gw.revoke("late")  # idempotent, and waits for the straggler
-            agent.join()
-    assert (early.in_flight, early.input_tokens) == (1, 0)
+        agent = threading.Thread(target=lambda: answered.append(post(stage.http, token).status_code))
+        agent.start()
+        while gw.usage("late").in_flight == 0:  # wait until the request is with the provider
+            time.sleep(0.005)
+        early = gw.revoke("late", settle=0)
+        final = gw.revoke("late")
+        agent.join()
+        return LateRevoke(early, final, answered, len(stage.fake.seen))
+
+
+def test_a_revoke_at_once_shows_the_request_in_flight_and_not_yet_counted(late_revoke: LateRevoke) -> None:
+    assert (late_revoke.early.in_flight, late_revoke.early.input_tokens) == (1, 0)
+
+
+def test_a_second_revoke_waits_for_the_straggler_and_counts_it(late_revoke: LateRevoke) -> None:
+    final = late_revoke.final
     assert (final.in_flight, final.requests, final.input_tokens, final.output_tokens) == (0, 1, 500, 50)
-    assert answered == [200] and len(provider_env.seen) == 1  # forwarded before the revoke: still answered
 
 
-def raw_exchange(address: tuple[str, int], data: bytes, *, wait: float = 2.0) -> bytes:
-    """Send ``data`` on a fresh TCP connection and read until the gateway closes it (or ``wait`` passes)."""
-    with socket.create_connection(address, timeout=wait) as sock:
-        sock.sendall(data)
-        received = b""
-        try:
-            while chunk := sock.recv(65536):
-                received += chunk
-        except TimeoutError:
-            pass
-    return received
+def test_a_request_forwarded_before_the_revoke_is_still_answered(late_revoke: LateRevoke) -> None:
+    assert (late_revoke.answered, late_revoke.seen) == ([200], 1)
 
 
-def request_bytes(token: str, body: bytes = b"", *, version: str = "HTTP/1.1", extra: str = "") -> bytes:
-    head = f"POST /v1/chat/completions {version}\r\nHost: g\r\nAuthorization: Bearer {token}\r\n{extra}"
-    return f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body
+# --- internal errors ---------------------------------------------------------------------------------------
 
 
-def test_http_framing_over_a_raw_socket(gateway: Gateway) -> None:
-    address = gateway.listen_tcp()
-    token = gateway.issue_token("raw")
-    body = json.dumps(CHAT).encode()
-    # two pipelined requests on one connection, the second asking to close: two replies, then EOF
-    both = raw_exchange(address, request_bytes(token, body) + request_bytes(token, body, extra="Connection: close\r\n"))
-    assert both.count(b"HTTP/1.1 200 OK\r\n") == 2 and both.rstrip().endswith(b"}")
-    assert b"connection: close" in both.split(b"HTTP/1.1 200 OK")[2].lower()
-    # HTTP/1.0 without keep-alive: closed after the reply
-    assert raw_exchange(address, request_bytes(token, body, version="HTTP/1.0")).startswith(b"HTTP/1.1 200 OK")
-    # Expect: 100-continue is answered before the body is sent
-    with socket.create_connection(address, timeout=2) as sock:
-        head = request_bytes(token, body, extra="Expect: 100-continue\r\n").split(b"\r\n\r\n")[0] + b"\r\n\r\n"
-        sock.sendall(head)
-        assert sock.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"
-        sock.sendall(body)
-        assert sock.recv(65536).startswith(b"HTTP/1.1 200 OK")
-    # a chunked body is read, and counted against the size limit as it arrives
-    chunked = b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nAuthorization: Bearer %s\r\n" % token.encode()
-    chunked += b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
-    assert raw_exchange(address, chunked).startswith(b"HTTP/1.1 200 OK")
-    assert gateway.usage("raw").requests == 5
+async def _bug(self: Any, request: Any, **kwargs: Any) -> Any:  # the request, key included, is in scope
+    raise RuntimeError("a bug deep in the wire")
 
 
-AUTH = b"Host: g\r\nAuthorization: Bearer %s\r\n"
+@pytest.fixture(scope="module")
+def internal_error() -> tuple[httpx.Response, list[logging.LogRecord]]:
+    """A chat request whose provider hop hits a bug, and the log records it left."""
+    with logged() as records, pytest.MonkeyPatch.context() as patch, staged() as stage:
+        patch.setattr(httpx.AsyncClient, "send", _bug)
+        return post(stage.http, stage.gateway.issue_token("bug")), records
 
 
-@pytest.mark.parametrize(
-    ("data", "status", "says"),
-    [
-        (
-            b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
-            400,
-            b"Invalid HTTP request",
-        ),
-        (b"POST /v1/chat/completions HTTP/1.1\r\n" + AUTH + b"Content-Length: 99999999999\r\n\r\n", 413, b"too large"),
-        (b"GARBAGE\r\n\r\n", 400, b"Invalid HTTP request"),
-        (b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nno colon here\r\n\r\n", 400, b"Invalid HTTP request"),
-        (
-            b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nContent-Length : 2\r\n\r\n{}",
-            400,
-            b"Invalid HTTP request",
-        ),
-        (b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}", 400, b"Invalid HTTP request"),  # no Host
-        (b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nX: " + b"a" * 70000 + b"\r\n\r\n", 431, b"too large"),
-        (b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\n" + b"X: y\r\n" * 101 + b"\r\n", 431, b"too many"),
-        (b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\nHost: g\r\n\r\n", 414, b"too long"),
-        (
-            b"DELETE /v1/chat/completions HTTP/1.1\r\nHost: g\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
-            405,
-            b"POST /v1/messages",
-        ),
-    ],
-)
-def test_malformed_requests_are_refused_clearly(gateway: Gateway, data: bytes, status: int, says: bytes) -> None:
-    address = gateway.listen_tcp()
-    token = gateway.issue_token("m")
-    reply = raw_exchange(address, data.replace(b"%s", token.encode()))
-    assert reply.startswith(f"HTTP/1.1 {status} ".encode())
-    assert says in reply.partition(b"\r\n\r\n")[2]
-    # and the gateway carries on
-    assert raw_exchange(
-        address, request_bytes(token, json.dumps(CHAT).encode(), extra="Connection: close\r\n")
-    ).startswith(b"HTTP/1.1 200 OK")
-
-
-def test_a_half_sent_request_costs_nothing(gateway: Gateway) -> None:
-    address = gateway.listen_tcp()
-    token = gateway.issue_token("half")
-    assert raw_exchange(address, request_bytes(token, b'{"messages": []}')[:-5], wait=0.3) == b""
-    with socket.create_connection(address, timeout=2) as sock:
-        sock.sendall(request_bytes(token, b'{"messages": []}')[:-5])
-        sock.shutdown(socket.SHUT_WR)  # the client gives up mid-body
-        assert sock.recv(65536) == b""
-    assert gateway.usage("half").requests == 0
-    assert raw_exchange(address, b"GET /healthz HTTP/1.1\r\nHost: g\r\nConnection: close\r\n\r\n").endswith(
-        b'{"ok":true}'
-    )
-
-
-def test_a_body_still_arriving_after_the_time_limit_gets_408(provider_env: FakeProvider) -> None:
-    with Gateway("openai/gpt-4.1", settings=SETTINGS, body_read_s=0.5) as gw:
-        address = gw.listen_tcp()
-        token = gw.issue_token("slow")
-        started = time.monotonic()
-        reply = raw_exchange(address, request_bytes(token, b'{"messages": []}')[:-5], wait=5)
-        waited = time.monotonic() - started
-        assert reply.startswith(b"HTTP/1.1 408 ") and b"connection: close" in reply.lower()
-        assert b"did not arrive within 0.5 s" in reply and waited >= 0.5  # not before its limit
-        assert gw.usage("slow").requests == 0
-        assert (
-            raw_exchange(address, request_bytes(token, json.dumps(CHAT).encode(), extra="Connection: close\r\n"))[:15]
-            == b"HTTP/1.1 200 OK"
-        )
+def test_an_internal_error_gives_the_agent_a_500(
+    internal_error: tuple[httpx.Response, list[logging.LogRecord]],
+) -> None:
+    resp, _ = internal_error
+    assert (resp.status_code, "internal_error" in resp.text) == (500, True)
 
 
 def test_internal_error_tracebacks_never_show_the_key(
-    gateway: Gateway, http: httpx.Client, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    internal_error: tuple[httpx.Response, list[logging.LogRecord]],
 ) -> None:
-    async def bug(self: Any, request: Any, **kwargs: Any) -> Any:  # the request, key included, is in scope
-        raise RuntimeError("a bug deep in the wire")
-
-    monkeypatch.setattr(httpx.AsyncClient, "send", bug)
-    resp = post(http, gateway.issue_token("bug"))
-    assert resp.status_code == 500 and "internal_error" in resp.text
-    records = [r for r in caplog.records if r.exc_info]
-    assert records, "the internal error is logged with its traceback"
+    records = [r for r in internal_error[1] if r.exc_info]
+    assert records, "the internal error is logged with its traceback"  # precondition: something to look at
     rendered = io.StringIO()
     for record in records:  # as the console renders them (rich, every frame's locals), but untruncated
         assert record.exc_info is not None
         structlog.dev.RichTracebackFormatter(width=200, locals_max_string=10**6)(rendered, record.exc_info)
     text = rendered.getvalue()
-    assert "upstream.py" in text and "a bug deep in the wire" in text
+    assert "upstream.py" in text and "a bug deep in the wire" in text  # precondition: the whole traceback
     assert KEY not in text
-
-
-# What an agent may not make the provider do (runner/gateway/policy.py): (path, request body, refusal fragment).
-MESSAGES = {"max_tokens": 10, "messages": [{"role": "user", "content": "q"}]}
-OUTSIDE_THE_SANDBOX = [
-    (
-        "/v1/messages",
-        {**MESSAGES, "tools": [{"type": "web_search_20250305", "name": "web_search"}]},
-        "web_search_20250305",
-    ),
-    (
-        "/v1/messages",
-        {**MESSAGES, "tools": [{"type": "web_fetch_20250910", "name": "web_fetch"}]},
-        "web_fetch_20250910",
-    ),
-    ("/v1/messages", {**MESSAGES, "tools": [{"type": "code_execution_20250825", "name": "c"}]}, "code_execution"),
-    (
-        "/v1/messages",
-        {**MESSAGES, "mcp_servers": [{"type": "url", "url": "https://example.org/mcp", "name": "x"}]},
-        "mcp_servers",
-    ),
-    ("/v1/responses", {"input": "q", "tools": [{"type": "web_search"}]}, "'web_search'"),
-    (
-        "/v1/responses",
-        {"input": "q", "tools": [{"type": "mcp", "server_url": "https://example.org", "server_label": "x"}]},
-        "'mcp'",
-    ),
-    (
-        "/v1/responses",
-        {"input": "q", "tools": [{"type": "code_interpreter", "container": {"type": "auto"}}]},
-        "code_interpreter",
-    ),
-    ("/v1/responses", {"input": "q", "tools": [{"type": "file_search", "vector_store_ids": ["vs_1"]}]}, "file_search"),
-    ("/v1/chat/completions", {**CHAT, "web_search_options": {}}, "web_search_options"),
-    ("/v1/chat/completions", {**CHAT, "tools": [{"type": "web_search"}]}, "'web_search'"),
-]
-AGENT_RUN_TOOLS = [
-    ("/v1/messages", {**MESSAGES, "tools": [{"name": "Bash", "input_schema": {"type": "object"}}]}),
-    ("/v1/messages", {**MESSAGES, "tools": [{"type": "bash_20250124", "name": "bash"}]}),
-    ("/v1/responses", {"input": "q", "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}]}),
-    ("/v1/chat/completions", {**CHAT, "tools": [{"type": "function", "function": {"name": "f"}}]}),
-]
-
-
-@pytest.mark.parametrize(("path", "body", "says"), OUTSIDE_THE_SANDBOX)
-def test_tools_the_provider_would_run_are_refused(
-    gateway: Gateway, http: httpx.Client, provider_env: FakeProvider, path: str, body: Any, says: str
-) -> None:
-    token = gateway.issue_token("p")
-    resp = http.post(path, json=body, headers={"authorization": f"Bearer {token}"})
-    assert resp.status_code == 400 and says in resp.text and "outside the sandbox" in resp.text
-    assert provider_env.seen == [] and gateway.usage("p").requests == 0
-
-
-@pytest.mark.parametrize(("path", "body"), AGENT_RUN_TOOLS)
-def test_tools_the_agent_runs_are_allowed(
-    provider_env: FakeProvider, monkeypatch: pytest.MonkeyPatch, path: str, body: Any
-) -> None:
-    candidate = "anthropic/claude-sonnet-4-6" if path == "/v1/messages" else "openai/gpt-4.1"
-    with Gateway(candidate, settings=SETTINGS) as gw:
-        host, port = gw.listen_tcp()
-        token = gw.issue_token("a")
-        resp = httpx.post(f"http://{host}:{port}{path}", json=body, headers={"x-api-key": token}, timeout=5)
-    assert resp.status_code == 200, resp.text
-    assert provider_env.seen[-1].body["tools"] == body["tools"]  # passed through as sent

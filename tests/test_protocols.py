@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +28,12 @@ from openai.types.chat import completion_create_params
 
 from runner.errors import GatewayError
 from runner.gateway.protocols import (
+    Api,
     ChatStreamToMessages,
     ChatStreamToResponses,
     MessagesStreamToChat,
+    StreamEvent,
+    StreamTranslator,
     StreamWatch,
     TokenUsage,
     TranslationError,
@@ -89,22 +92,26 @@ def run(call: str, args: dict[str, Any]) -> Any:
     raise AssertionError(f"no runner for fixture folder {call!r}")
 
 
+def translated(translator: StreamTranslator, events: list[list[Any]] | list[StreamEvent]) -> list[StreamEvent]:
+    """Every event ``translator`` gives for ``events`` (name and data), then its closing ones."""
+    return [out for name, data in events for out in translator.feed(name, data)] + translator.close()
+
+
+def unnamed(chunks: list[dict[str, Any]]) -> list[StreamEvent]:
+    """Chat chunks as the events of a stream: chat completions' events have no name."""
+    return [("", chunk) for chunk in chunks]
+
+
 def messages_stream_to_chat(events: list[list[Any]], include_usage: bool) -> list[dict[str, Any]]:
-    translator = MessagesStreamToChat(include_usage)
-    chunks = [chunk for event, data in events for chunk in translator.feed(event, data)]
-    return chunks + translator.close()
+    return [chunk for _, chunk in translated(MessagesStreamToChat(include_usage), events)]
 
 
-def chat_stream_to_messages(chunks: list[dict[str, Any]], model: str) -> list[tuple[str, dict[str, Any]]]:
-    translator = ChatStreamToMessages(model)
-    return [event for chunk in chunks for event in translator.feed(chunk)] + translator.close()
+def chat_stream_to_messages(chunks: list[dict[str, Any]], model: str) -> list[StreamEvent]:
+    return translated(ChatStreamToMessages(model), unnamed(chunks))
 
 
-def chat_stream_to_responses(
-    chunks: list[dict[str, Any]], request: dict[str, Any], model: str
-) -> list[tuple[str, dict[str, Any]]]:
-    translator = ChatStreamToResponses(request, model)
-    return [event for chunk in chunks for event in translator.feed(chunk)] + translator.close()
+def chat_stream_to_responses(chunks: list[dict[str, Any]], request: dict[str, Any], model: str) -> list[StreamEvent]:
+    return translated(ChatStreamToResponses(request, model), unnamed(chunks))
 
 
 def _listed(events: list[tuple[str, dict[str, Any]]]) -> list[list[Any]]:
@@ -131,25 +138,30 @@ def _unstamp(call: str, result: Any, before: int, after: int) -> Any:
     return result
 
 
-CASES = [pytest.param(path, id=f"{path.parent.name}/{path.stem}") for path in _fixtures()]
 OUTPUT_CASES = [
     pytest.param(path, id=f"{path.parent.name}/{path.stem}") for path in _fixtures() if "raises" not in _load(path)
 ]
+RAISING_CASES = [
+    pytest.param(path, id=f"{path.parent.name}/{path.stem}") for path in _fixtures() if "raises" in _load(path)
+]
 
 
-@pytest.mark.parametrize("path", CASES)
-def test_fixture(path: Path) -> None:
+@pytest.mark.parametrize("path", OUTPUT_CASES)
+def test_each_call_gives_its_fixtures_expected_output(path: Path) -> None:
     fixture = _load(path)
     call = path.parent.name
-    if "raises" in fixture:
-        with pytest.raises(TranslationError) as caught:
-            run(call, fixture["args"])
-        assert str(caught.value) == fixture["raises"]
-        return
     before = int(time.time())
     result = run(call, fixture["args"])
     result = _unstamp(call, json.loads(json.dumps(result)), before, int(time.time()))
     assert result == fixture["expected"]
+
+
+@pytest.mark.parametrize("path", RAISING_CASES)
+def test_each_call_refuses_its_fixtures_input_with_the_exact_message(path: Path) -> None:
+    fixture = _load(path)
+    with pytest.raises(TranslationError) as caught:
+        run(path.parent.name, fixture["args"])
+    assert str(caught.value) == fixture["raises"]
 
 
 def test_the_fixtures_cover_every_call() -> None:
@@ -169,17 +181,28 @@ def test_the_fixtures_cover_every_call() -> None:
         "roundtrip_request",
         "roundtrip_response",
     }
+
+
+def test_every_request_translation_has_a_fixture_it_refuses() -> None:
     raising = {path.parent.name for path in _fixtures() if "raises" in _load(path)}
     assert {"chat_to_messages_request", "messages_to_chat_request", "responses_to_chat_request"} <= raising
 
 
-@pytest.mark.parametrize("path", [p for p in _fixtures() if p.parent.name.startswith("roundtrip_")], ids=str)
-def test_round_trips_are_lossless(path: Path) -> None:
-    """messages → chat → messages gives back the original request or message."""
+#: Which argument of a round-trip fixture is the original: a request, or a message.
+ROUND_TRIPPED = {"roundtrip_request": "req", "roundtrip_response": "msg"}
+ROUND_TRIP_CASES = [p for p in _fixtures() if p.parent.name in ROUND_TRIPPED]
+
+
+@pytest.mark.parametrize("path", ROUND_TRIP_CASES, ids=str)
+def test_a_round_trip_fixture_expects_its_original_back(path: Path) -> None:
     fixture = _load(path)
-    original = fixture["args"]["req" if path.parent.name == "roundtrip_request" else "msg"]
-    assert fixture["expected"] == original
-    assert run(path.parent.name, fixture["args"]) == original
+    assert fixture["expected"] == fixture["args"][ROUND_TRIPPED[path.parent.name]]
+
+
+@pytest.mark.parametrize("path", ROUND_TRIP_CASES, ids=str)
+def test_messages_to_chat_and_back_gives_the_original(path: Path) -> None:
+    fixture = _load(path)
+    assert run(path.parent.name, fixture["args"]) == fixture["args"][ROUND_TRIPPED[path.parent.name]]
 
 
 # --- the SDKs' wire types ---------------------------------------------------------------------------------
@@ -221,39 +244,54 @@ def _no_unknown_fields(model: Any) -> None:
         assert not sub.model_extra, f"{type(sub).__name__} got unknown fields {sorted(sub.model_extra)}"
 
 
-def _validate(call: str, result: Any) -> None:
-    if call in ("chat_to_messages_request", "roundtrip_request"):
-        _drain(MESSAGES_REQUEST.validate_python(result))
-    elif call in ("messages_to_chat_request", "responses_to_chat_request"):
-        _drain(CHAT_REQUEST.validate_python(result))
-    elif call in ("chat_to_messages_response", "roundtrip_response"):
-        _no_unknown_fields(anthropic.types.Message.model_validate(result))
-    elif call == "messages_to_chat_response":
-        _no_unknown_fields(openai.types.chat.ChatCompletion.model_validate(result))
-    elif call == "chat_to_responses_response":
-        _no_unknown_fields(openai.types.responses.Response.model_validate(result))
-    elif call == "messages_stream_to_chat":
-        for chunk in result:
-            _no_unknown_fields(openai.types.chat.ChatCompletionChunk.model_validate(chunk))
-    elif call == "chat_stream_to_messages":
-        for name, data in result:
-            anthropic_event = ANTHROPIC_EVENT.validate_python(data)
-            assert anthropic_event.type == name
-            _no_unknown_fields(anthropic_event)
-    elif call == "chat_stream_to_responses":
-        for number, (name, data) in enumerate(result):
-            responses_event = RESPONSES_EVENT.validate_python(data)
-            assert (responses_event.type, responses_event.sequence_number) == (name, number)
-            _no_unknown_fields(responses_event)
-    else:
-        assert call in ("stream_watch", "usage_of"), call
+def _anthropic_events(result: Any) -> None:
+    for name, data in result:
+        anthropic_event = ANTHROPIC_EVENT.validate_python(data)
+        assert anthropic_event.type == name
+        _no_unknown_fields(anthropic_event)
 
 
-@pytest.mark.parametrize("path", OUTPUT_CASES)
+def _responses_events(result: Any) -> None:
+    for number, (name, data) in enumerate(result):
+        responses_event = RESPONSES_EVENT.validate_python(data)
+        assert (responses_event.type, responses_event.sequence_number) == (name, number)
+        _no_unknown_fields(responses_event)
+
+
+def _chat_chunks(result: Any) -> None:
+    for chunk in result:
+        _no_unknown_fields(openai.types.chat.ChatCompletionChunk.model_validate(chunk))
+
+
+#: Each call's output, checked against the SDK wire type it claims to be (usage readings have none).
+VALIDATE: dict[str, Callable[[Any], object]] = {
+    "chat_to_messages_request": lambda result: _drain(MESSAGES_REQUEST.validate_python(result)),
+    "roundtrip_request": lambda result: _drain(MESSAGES_REQUEST.validate_python(result)),
+    "messages_to_chat_request": lambda result: _drain(CHAT_REQUEST.validate_python(result)),
+    "responses_to_chat_request": lambda result: _drain(CHAT_REQUEST.validate_python(result)),
+    "chat_to_messages_response": lambda result: _no_unknown_fields(anthropic.types.Message.model_validate(result)),
+    "roundtrip_response": lambda result: _no_unknown_fields(anthropic.types.Message.model_validate(result)),
+    "messages_to_chat_response": lambda result: _no_unknown_fields(
+        openai.types.chat.ChatCompletion.model_validate(result)
+    ),
+    "chat_to_responses_response": lambda result: _no_unknown_fields(
+        openai.types.responses.Response.model_validate(result)
+    ),
+    "messages_stream_to_chat": _chat_chunks,
+    "chat_stream_to_messages": _anthropic_events,
+    "chat_stream_to_responses": _responses_events,
+}
+SDK_TYPED_CASES = [p for p in OUTPUT_CASES if p.values[0].parent.name in VALIDATE]  # type: ignore[union-attr]
+
+
+def test_only_usage_readings_have_no_sdk_type() -> None:
+    assert {p.parent.name for p in _fixtures()} - VALIDATE.keys() == {"stream_watch", "usage_of"}
+
+
+@pytest.mark.parametrize("path", SDK_TYPED_CASES)
 def test_outputs_validate_against_the_sdk_types(path: Path) -> None:
     call = path.parent.name
-    args = _load(path)["args"]
-    _validate(call, json.loads(json.dumps(run(call, args))))
+    VALIDATE[call](json.loads(json.dumps(run(call, _load(path)["args"]))))
 
 
 # --- the SDKs' stream accumulators ------------------------------------------------------------------------
@@ -315,13 +353,14 @@ def test_chat_stream_to_messages_accumulates_to_the_non_streamed_translation(arg
     assert streamed == anthropic.types.Message.model_validate(whole).model_dump(mode="json", exclude_none=True)
 
 
-@pytest.mark.parametrize("args", _stream_cases("chat_stream_to_responses"))
-def test_chat_stream_to_responses_accumulates_to_the_non_streamed_translation(args: dict[str, Any]) -> None:
+def _responses_stream(args: dict[str, Any]) -> tuple[list[StreamEvent], Any, dict[str, str]]:
+    """A fixture's chunks translated to Responses events, and what the SDK's stream state made of them: the
+    final response, and each item's text or arguments as it accumulated them from the deltas."""
     events = chat_stream_to_responses(args["chunks"], args["request"], args["model"])
     state: ResponseStreamState[None] = ResponseStreamState(
         input_tools=args["request"].get("tools", []), text_format=omit
     )
-    accumulated: dict[str, str] = {}  # item id → text or arguments, as the SDK accumulated them from the deltas
+    accumulated: dict[str, str] = {}
     final = None
     for _, data in events:
         for out in state.handle_event(RESPONSES_EVENT.validate_python(data)):
@@ -329,18 +368,34 @@ def test_chat_stream_to_responses_accumulates_to_the_non_streamed_translation(ar
                 accumulated[out.item_id] = out.snapshot
             if out.type in ("response.completed", "response.incomplete"):
                 final = out.response
-    assert final is not None
-    whole_chat = _chat_completion(args["chunks"])
-    whole = chat_to_responses_response({**whole_chat, "model": args["model"]}, args["request"])
-    assert events[-1][1]["response"] == whole
-    assert _unparsed(final.model_dump(mode="json", include={"id", "status", "output", "usage"})) == (
-        openai.types.responses.Response.model_validate(whole).model_dump(
-            mode="json", include={"id", "status", "output", "usage"}
-        )
-    )
+    return events, final, accumulated
+
+
+def _whole_response(args: dict[str, Any]) -> dict[str, Any]:
+    """The non-streamed translation of the completion a fixture's chunks make up."""
+    return chat_to_responses_response({**_chat_completion(args["chunks"]), "model": args["model"]}, args["request"])
+
+
+@pytest.mark.parametrize("args", _stream_cases("chat_stream_to_responses"))
+def test_chat_stream_to_responses_ends_with_the_non_streamed_translation(args: dict[str, Any]) -> None:
+    events, _, _ = _responses_stream(args)
+    assert events[-1][1]["response"] == _whole_response(args)
+
+
+@pytest.mark.parametrize("args", _stream_cases("chat_stream_to_responses"))
+def test_chat_stream_to_responses_accumulates_to_the_non_streamed_translation(args: dict[str, Any]) -> None:
+    _, final, _ = _responses_stream(args)
+    whole = openai.types.responses.Response.model_validate(_whole_response(args))
+    fields = {"id", "status", "output", "usage"}
+    assert _unparsed(final.model_dump(mode="json", include=fields)) == whole.model_dump(mode="json", include=fields)
+
+
+@pytest.mark.parametrize("args", _stream_cases("chat_stream_to_responses"))
+def test_chat_stream_to_responses_deltas_add_up_to_each_items_text_and_arguments(args: dict[str, Any]) -> None:
+    _, _, accumulated = _responses_stream(args)
     from_deltas = {
         item["id"]: item["content"][0]["text"] if item["type"] == "message" else item["arguments"]
-        for item in whole["output"]
+        for item in _whole_response(args)["output"]
         if (item["type"] == "function_call" and item["arguments"]) or item["type"] == "message"
     }
     assert accumulated == {k: v for k, v in from_deltas.items() if v}
@@ -358,39 +413,127 @@ def _unparsed(value: Any) -> Any:
 # --- usage, across translations ---------------------------------------------------------------------------
 
 
+def _watched(api: Api, events: list[StreamEvent]) -> StreamWatch:
+    watch = StreamWatch(api)
+    for name, data in events:
+        watch.feed(name, data)
+    return watch
+
+
+def _three_sides(args: dict[str, Any]) -> list[StreamWatch]:
+    """A chat stream fixture watched as chat, and as its Messages and Responses translations."""
+    return [
+        _watched("chat", unnamed(args["chunks"])),
+        _watched("messages", chat_stream_to_messages(args["chunks"], args["model"])),
+        _watched("responses", chat_stream_to_responses(args["chunks"], {"model": "m", "input": "x"}, args["model"])),
+    ]
+
+
+@pytest.mark.parametrize("args", _stream_cases("chat_stream_to_messages"))
+def test_every_chat_stream_fixture_reports_usage(args: dict[str, Any]) -> None:
+    assert _watched("chat", unnamed(args["chunks"])).usage != TokenUsage()
+
+
+@pytest.mark.parametrize("args", _stream_cases("chat_stream_to_messages"))
+def test_stream_watch_sees_the_end_on_both_sides_of_a_translation(args: dict[str, Any]) -> None:
+    assert [side.finished for side in _three_sides(args)] == [True, True, True]
+
+
 @pytest.mark.parametrize("args", _stream_cases("chat_stream_to_messages"))
 def test_stream_watch_reads_the_same_usage_on_both_sides_of_a_translation(args: dict[str, Any]) -> None:
-    chat_side = StreamWatch("chat")
-    for chunk in args["chunks"]:
-        chat_side.feed("", chunk)
-    messages_side = StreamWatch("messages")
-    for name, data in chat_stream_to_messages(args["chunks"], args["model"]):
-        messages_side.feed(name, data)
-    responses_side = StreamWatch("responses")
-    for name, data in chat_stream_to_responses(args["chunks"], {"model": "m", "input": "x"}, args["model"]):
-        responses_side.feed(name, data)
-    assert chat_side.finished and messages_side.finished and responses_side.finished
-    assert chat_side.usage == messages_side.usage == responses_side.usage
-    assert chat_side.usage != TokenUsage()
+    chat, messages, responses = _three_sides(args)
+    assert (messages.usage, responses.usage) == (chat.usage, chat.usage)
+
+
+#: Each request translation, a request it accepts, and the fields an agent could send in the wrong shape.
+REQUEST_TRANSLATIONS: list[tuple[Callable[[dict[str, Any], str], dict[str, Any]], dict[str, Any], list[str]]] = [
+    (
+        chat_to_messages_request,
+        {"messages": [{"role": "user", "content": "q"}]},
+        ["tools", "tool_choice", "stop", "n", "max_tokens", "parallel_tool_calls"],
+    ),
+    (
+        messages_to_chat_request,
+        {"messages": [{"role": "user", "content": "q"}], "max_tokens": 5},
+        ["system", "tools", "tool_choice", "stop_sequences"],
+    ),
+    (responses_to_chat_request, {"input": "q"}, ["input", "instructions", "tools", "tool_choice", "text"]),
+    (
+        lambda message, model: chat_to_messages_request({"messages": [message]}, model),
+        {"role": "assistant", "content": "x"},
+        ["content", "tool_calls", "role"],
+    ),
+    (
+        lambda message, model: messages_to_chat_request({"messages": [message]}, model),
+        {"role": "user", "content": "x"},
+        ["content", "role"],
+    ),
+    (
+        lambda item, model: responses_to_chat_request({"input": [item]}, model),
+        {"type": "message", "role": "user", "content": "x"},
+        ["content", "role", "type", "output", "call_id"],
+    ),
+]
+ODD_SHAPES: list[Any] = [1, True, "s", {}, {"a": 1}, ["x"], [1], [{}], [[]]]
+SHAPE_CASES = [
+    pytest.param(translate, {**base, field: odd}, id=f"{n}-{field}-{json.dumps(odd)}")
+    for n, (translate, base, fields) in enumerate(REQUEST_TRANSLATIONS)
+    for field in fields
+    for odd in ODD_SHAPES
+]
+
+
+def _outcome(translate: Callable[[dict[str, Any], str], dict[str, Any]], request: dict[str, Any]) -> str:
+    try:
+        translate(request, "m")
+    except TranslationError:
+        return "refused by name"
+    return "translated"
+
+
+@pytest.mark.parametrize(("translate", "request_body"), SHAPE_CASES)
+def test_a_request_field_of_the_wrong_shape_is_refused_by_name_not_crashed_on(
+    translate: Callable[[dict[str, Any], str], dict[str, Any]], request_body: dict[str, Any]
+) -> None:
+    assert _outcome(translate, request_body) in ("translated", "refused by name")
 
 
 def test_translation_error_is_a_gateway_error() -> None:
     assert issubclass(TranslationError, GatewayError)
 
 
-def test_close_is_idempotent() -> None:
-    chunks = [{"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": []}]
+EMPTY_CHUNK = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": []}
+
+
+def test_a_chat_stream_to_messages_closes_with_message_delta_and_message_stop() -> None:
     to_messages = ChatStreamToMessages("m")
-    to_messages.feed(chunks[0])
+    to_messages.feed("", EMPTY_CHUNK)
     assert [name for name, _ in to_messages.close()] == ["message_delta", "message_stop"]
-    assert to_messages.close() == []
+
+
+def test_a_chat_stream_to_responses_closes_with_response_completed() -> None:
     to_responses = ChatStreamToResponses({"model": "m", "input": "x"}, "m")
-    to_responses.feed(chunks[0])
+    to_responses.feed("", EMPTY_CHUNK)
     assert [name for name, _ in to_responses.close()][-1] == "response.completed"
-    assert to_responses.close() == []
-    to_chat = MessagesStreamToChat(include_usage=True)
-    assert len(to_chat.close()) == 1
-    assert to_chat.close() == []
+
+
+def test_a_messages_stream_to_chat_closes_with_one_usage_chunk() -> None:
+    assert len(MessagesStreamToChat(include_usage=True).close()) == 1
+
+
+def test_every_translator_closes_once() -> None:
+    translators: list[StreamTranslator] = [
+        ChatStreamToMessages("m"),
+        ChatStreamToResponses({"model": "m", "input": "x"}, "m"),
+        MessagesStreamToChat(include_usage=True),
+    ]
+    assert [(len(t.close()) > 0, t.close()) for t in translators] == [(True, [])] * 3
+
+
+@pytest.mark.parametrize("args", _stream_cases("messages_stream_to_chat"))
+def test_a_messages_stream_to_chat_gives_events_without_a_name(args: dict[str, Any]) -> None:
+    names = {name for name, _ in translated(MessagesStreamToChat(include_usage=True), args["events"])}
+    assert names == {""}
 
 
 # --- the two-step bridges (Responses agent ⇄ Anthropic provider go through chat) --------------------------
@@ -404,17 +547,29 @@ def _output_args(call: str) -> list[Any]:
     ]
 
 
+def _responses_to_messages(req: dict[str, Any]) -> dict[str, Any]:
+    return chat_to_messages_request(responses_to_chat_request(req, "claude-sonnet-4-5"), "claude-sonnet-4-5")
+
+
+def _messages_to_responses(msg: dict[str, Any]) -> dict[str, Any]:
+    return chat_to_responses_response(messages_to_chat_response(msg), {"model": "gpt-5.1", "input": "x"})
+
+
 @pytest.mark.parametrize("args", _output_args("responses_to_chat_request"))
 def test_responses_requests_translate_on_to_valid_messages_requests(args: dict[str, Any]) -> None:
-    chat = responses_to_chat_request(args["req"], "claude-sonnet-4-5")
-    messages = chat_to_messages_request(chat, "claude-sonnet-4-5")
-    _drain(MESSAGES_REQUEST.validate_python(messages))
-    assert messages.get("stream") == (True if args["req"].get("stream") else None)
+    _drain(MESSAGES_REQUEST.validate_python(_responses_to_messages(args["req"])))
+
+
+@pytest.mark.parametrize("args", _output_args("responses_to_chat_request"))
+def test_a_responses_request_reaches_messages_streamed_exactly_when_it_asked_to_stream(args: dict[str, Any]) -> None:
+    assert _responses_to_messages(args["req"]).get("stream") == (True if args["req"].get("stream") else None)
 
 
 @pytest.mark.parametrize("args", _output_args("messages_to_chat_response"))
 def test_messages_replies_translate_on_to_valid_responses(args: dict[str, Any]) -> None:
-    request = {"model": "gpt-5.1", "input": "x"}
-    response = chat_to_responses_response(messages_to_chat_response(args["msg"]), request)
-    _no_unknown_fields(openai.types.responses.Response.model_validate(response))
-    assert usage_of("responses", response) == usage_of("messages", args["msg"])
+    _no_unknown_fields(openai.types.responses.Response.model_validate(_messages_to_responses(args["msg"])))
+
+
+@pytest.mark.parametrize("args", _output_args("messages_to_chat_response"))
+def test_a_messages_reply_keeps_its_usage_through_chat_to_responses(args: dict[str, Any]) -> None:
+    assert usage_of("responses", _messages_to_responses(args["msg"])) == usage_of("messages", args["msg"])

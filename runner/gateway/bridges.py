@@ -11,65 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 from runner.gateway.model import Api, ProviderSpec
 from runner.gateway.protocols import chat_messages, chat_responses
+from runner.gateway.protocols.api import Body, StreamEvent, StreamTranslator
 
-Body = dict[str, Any]
-StreamEvent = tuple[str, Body]
-"""One server-sent event: its name (``""`` for chat completions, whose events have none) and its JSON data."""
-
-
-class StreamTranslator(Protocol):
-    """Turns the provider's stream events into the agent's, one event at a time."""
-
-    def feed(self, event: str, data: Body) -> list[StreamEvent]:
-        """The agent's events for one provider event."""
-        ...
-
-    def close(self) -> list[StreamEvent]:
-        """The agent's closing events once the provider's stream ended."""
-        ...
-
-
-class _ChatFromMessages:
-    """Anthropic events → chat chunks."""
-
-    def __init__(self, include_usage: bool) -> None:
-        self._inner = chat_messages.MessagesStreamToChat(include_usage)
-
-    def feed(self, event: str, data: Body) -> list[StreamEvent]:
-        return [("", chunk) for chunk in self._inner.feed(event, data)]
-
-    def close(self) -> list[StreamEvent]:
-        return [("", chunk) for chunk in self._inner.close()]
-
-
-class _MessagesFromChat:
-    """Chat chunks → Anthropic events."""
-
-    def __init__(self, model: str) -> None:
-        self._inner = chat_messages.ChatStreamToMessages(model)
-
-    def feed(self, event: str, data: Body) -> list[StreamEvent]:
-        return self._inner.feed(data)
-
-    def close(self) -> list[StreamEvent]:
-        return self._inner.close()
-
-
-class _ResponsesFromChat:
-    """Chat chunks → Responses events."""
-
-    def __init__(self, request: Body, model: str) -> None:
-        self._inner = chat_responses.ChatStreamToResponses(request, model)
-
-    def feed(self, event: str, data: Body) -> list[StreamEvent]:
-        return self._inner.feed(data)
-
-    def close(self) -> list[StreamEvent]:
-        return self._inner.close()
+__all__ = ["BRIDGES", "Bridge", "StreamTranslator", "bridge_for", "native_api"]  # StreamTranslator: for the app
 
 
 class _Chain:
@@ -121,28 +68,30 @@ BRIDGES: tuple[Bridge, ...] = (
         "messages",
         chat_messages.chat_to_messages_request,
         lambda reply, request: chat_messages.messages_to_chat_response(reply),
-        lambda request, model: _ChatFromMessages(_wants_usage(request)),
+        lambda request, model: chat_messages.MessagesStreamToChat(_wants_usage(request)),
     ),
     Bridge(
         "messages",
         "chat",
         chat_messages.messages_to_chat_request,
         lambda reply, request: chat_messages.chat_to_messages_response(reply),
-        lambda request, model: _MessagesFromChat(model),
+        lambda request, model: chat_messages.ChatStreamToMessages(model),
     ),
     Bridge(
         "responses",
         "chat",
         chat_responses.responses_to_chat_request,
         chat_responses.chat_to_responses_response,
-        lambda request, model: _ResponsesFromChat(request, model),
+        chat_responses.ChatStreamToResponses,
     ),
     Bridge(
         "responses",
         "messages",
         _responses_to_messages_request,
         _messages_to_responses_reply,
-        lambda request, model: _Chain(_ChatFromMessages(True), _ResponsesFromChat(request, model)),
+        lambda request, model: _Chain(
+            chat_messages.MessagesStreamToChat(include_usage=True), chat_responses.ChatStreamToResponses(request, model)
+        ),
     ),
 )
 

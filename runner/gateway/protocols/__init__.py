@@ -4,13 +4,16 @@ Pure functions and small stream state machines over JSON-shaped dicts: no I/O, n
 Chat Completions is the pivot: a Messages or Responses agent talking to a chat provider is translated to chat
 and back; a chat agent talking to an Anthropic provider is translated to Messages and back.
 
-- ``api``: ``Api`` and ``TranslationError``.
+- ``api``: ``Api``, ``TranslationError``, and ``StreamTranslator``: every stream translator's ``feed(event, data)``
+  and ``close()``, each giving ``(event name, data)`` pairs (chat completions' events have the name ``""``).
 - ``tokens``: ``TokenUsage``, ``usage_of``, ``model_of`` and ``StreamWatch`` (usage off a passing stream).
+- ``chat``: the chat-completions shapes both other APIs' translations build, and ``FromChatStream``, what the
+  translators from a chat-completions stream share.
 - ``chat_messages``: Chat Completions ⇄ Anthropic Messages, requests, responses and streams.
 - ``chat_responses``: Responses → Chat Completions requests; Chat Completions → Responses responses and streams.
 """
 
-from runner.gateway.protocols.api import Api, TranslationError
+from runner.gateway.protocols.api import Api, StreamEvent, StreamTranslator, TranslationError
 from runner.gateway.protocols.chat_messages import (
     ChatStreamToMessages,
     MessagesStreamToChat,
@@ -31,6 +34,8 @@ __all__ = [
     "ChatStreamToMessages",
     "ChatStreamToResponses",
     "MessagesStreamToChat",
+    "StreamEvent",
+    "StreamTranslator",
     "StreamWatch",
     "TokenUsage",
     "TranslationError",

@@ -1,13 +1,33 @@
-"""The names every translation module shares: which API a body speaks, and the translation error."""
+"""The names every translation module shares: which API a body speaks, stream events and their translators, and
+the translation error."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 from runner.errors import GatewayError
 
 Api = Literal["chat", "messages", "responses"]
 """An HTTP API for LLM calls: OpenAI Chat Completions, Anthropic Messages, or OpenAI Responses."""
+
+Body = dict[str, Any]
+"""A JSON object: a request, a reply, or one stream event's data."""
+
+StreamEvent = tuple[str, Body]
+"""One server-sent event: its name (``""`` for chat completions, whose events have none) and its JSON data."""
+
+
+class StreamTranslator(Protocol):
+    """Turns one API's stream events into another's, one event at a time."""
+
+    def feed(self, event: str, data: Body) -> list[StreamEvent]:
+        """The target API's events for one source event (often none)."""
+        ...
+
+    def close(self) -> list[StreamEvent]:
+        """The target API's closing events once the source stream ended (none when already closed)."""
+        ...
+
 
 #: Longest error text kept from an in-stream error event.
 ERROR_TEXT_LIMIT = 500
@@ -18,6 +38,17 @@ class TranslationError(GatewayError):
 
     The message names the construct, e.g. ``tools[0]: web_search tools are not supported``.
     """
+
+
+def listed(value: Any, field: str) -> list[Any]:
+    """``value``, which the request's ``field`` holds, checked to be a list.
+
+    Raises:
+        TranslationError: it is not.
+    """
+    if not isinstance(value, list):
+        raise TranslationError(f"{field} must be a list")
+    return value
 
 
 def bounded(text: str, limit: int = ERROR_TEXT_LIMIT) -> str:

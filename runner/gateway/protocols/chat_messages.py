@@ -20,7 +20,8 @@ import json
 import time
 from typing import Any
 
-from runner.gateway.protocols.api import TranslationError
+from runner.gateway.protocols.api import Body, StreamEvent, TranslationError, listed
+from runner.gateway.protocols.chat import FromChatStream, ToolCallPiece, function_tool, tool_message
 from runner.gateway.protocols.tokens import (
     TokenUsage,
     chat_usage,
@@ -77,7 +78,7 @@ def chat_to_messages_request(chat: dict[str, Any], model: str) -> dict[str, Any]
         if role == "user":
             blocks = _content_blocks(msg.get("content"), i)
         elif role == "assistant":
-            blocks = _content_blocks(msg.get("content"), i) + _tool_use_blocks(msg.get("tool_calls"), i)
+            blocks = _content_blocks(msg.get("content"), i) + _tool_use_blocks(msg.get("tool_calls"), f"messages[{i}] ")
         elif role == "tool":
             role = "user"
             blocks = [
@@ -110,9 +111,11 @@ def chat_to_messages_request(chat: dict[str, Any], model: str) -> dict[str, Any]
             out[key] = chat[key]
     stop = chat.get("stop")
     if stop:
+        if not isinstance(stop, str | list):
+            raise TranslationError("stop must be a string or a list of strings")
         out["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
     if chat.get("tools"):
-        out["tools"] = [_tool_def(t, i) for i, t in enumerate(chat["tools"])]
+        out["tools"] = [_tool_def(t, i) for i, t in enumerate(listed(chat["tools"], "tools"))]
     choice = _tool_choice(chat.get("tool_choice"), chat.get("parallel_tool_calls"))
     if choice is not None and out.get("tools"):
         out["tool_choice"] = choice
@@ -153,13 +156,29 @@ def _image_block(url: str) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "url", "url": url}}
 
 
-def _tool_use_blocks(tool_calls: Any, i: int) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    for call in tool_calls or []:
-        fn = call.get("function") or {}
-        args = _arguments_object(fn.get("arguments"), f"messages[{i}] tool call {call.get('id')!r}")
-        blocks.append({"type": "tool_use", "id": str(call.get("id", "")), "name": fn.get("name", ""), "input": args})
-    return blocks
+def _tool_use_blocks(calls: Any, where: str) -> list[dict[str, Any]]:
+    """A chat message's ``tool_calls`` as Messages ``tool_use`` blocks; ``where`` prefixes an error's place.
+
+    Raises:
+        TranslationError: ``tool_calls`` is not a list of objects, a call's ``function`` is not an object, or its
+            arguments are not a JSON object.
+    """
+    if not isinstance(calls, list | None):
+        raise TranslationError(f"{where}tool_calls must be a list")
+    return [_tool_use_block(call, where) for call in calls or []]
+
+
+def _tool_use_block(call: Any, where: str) -> dict[str, Any]:
+    fn = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(call, dict) or not isinstance(fn or {}, dict):
+        raise TranslationError(f"{where}tool calls must be objects, each with a function object")
+    fn = fn or {}
+    return {
+        "type": "tool_use",
+        "id": str(call.get("id", "")),
+        "name": str(fn.get("name", "")),
+        "input": _arguments_object(fn.get("arguments"), f"{where}tool call {call.get('id')!r}"),
+    }
 
 
 def _arguments_object(raw: Any, where: str) -> dict[str, Any]:
@@ -248,12 +267,12 @@ def messages_to_chat_request(req: dict[str, Any], model: str) -> dict[str, Any]:
     if req.get("max_tokens") is not None:
         out["max_completion_tokens"] = req["max_tokens"]
     if req.get("stop_sequences"):
-        out["stop"] = list(req["stop_sequences"])
+        out["stop"] = list(listed(req["stop_sequences"], "stop_sequences"))
     for key in ("temperature", "top_p"):
         if req.get(key) is not None:
             out[key] = req[key]
     if req.get("tools"):
-        out["tools"] = [_chat_tool(t, i) for i, t in enumerate(req["tools"])]
+        out["tools"] = [_chat_tool(t, i) for i, t in enumerate(listed(req["tools"], "tools"))]
     choice = req.get("tool_choice")
     if choice is not None and out.get("tools"):  # chat rejects tool_choice without tools
         out.update(_chat_tool_choice(choice))
@@ -286,13 +305,7 @@ def _user_turn(content: Any, i: int) -> list[dict[str, Any]]:
     for block in _blocks(content, i):
         kind = block.get("type")
         if kind == "tool_result":
-            tools.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": str(block.get("tool_use_id", "")),
-                    "content": _tool_result_text(block.get("content"), i),
-                }
-            )
+            tools.append(tool_message(block.get("tool_use_id", ""), _tool_result_text(block.get("content"), i)))
         elif kind == "text":
             parts.append({"type": "text", "text": str(block.get("text", ""))})
         elif kind == "image":
@@ -333,17 +346,25 @@ def _assistant_turn(content: Any, i: int) -> dict[str, Any]:
         if kind == "text":
             texts.append(str(block.get("text", "")))
         elif kind == "tool_use":
-            calls.append(
-                {
-                    "id": str(block.get("id", "")),
-                    "type": "function",
-                    "function": {"name": str(block.get("name", "")), "arguments": json.dumps(block.get("input", {}))},
-                }
-            )
+            calls.append(_chat_tool_call(block))
         elif kind in ("thinking", "redacted_thinking"):
             continue
         else:
             raise TranslationError(f"messages[{i}]: content block type {kind!r} is not supported by chat completions")
+    return _assistant_message(texts, calls)
+
+
+def _chat_tool_call(block: dict[str, Any]) -> dict[str, Any]:
+    """A Messages ``tool_use`` block as a chat ``tool_calls`` entry."""
+    return {
+        "id": str(block.get("id", "")),
+        "type": "function",
+        "function": {"name": str(block.get("name", "")), "arguments": json.dumps(block.get("input", {}))},
+    }
+
+
+def _assistant_message(texts: list[str], calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """A chat assistant message: its text pieces joined (``null`` when none), and its tool calls if any."""
     message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
     if calls:
         message["tool_calls"] = calls
@@ -354,12 +375,7 @@ def _chat_tool(tool: Any, i: int) -> dict[str, Any]:
     if not isinstance(tool, dict) or tool.get("type", "custom") != "custom" or "input_schema" not in tool:
         kind = tool.get("type") if isinstance(tool, dict) else None
         raise TranslationError(f"tools[{i}]: Anthropic server tool {kind!r} is not supported (only custom tools)")
-    fn: dict[str, Any] = {"name": str(tool.get("name", "")), "parameters": tool["input_schema"]}
-    if tool.get("description"):
-        fn["description"] = tool["description"]
-    if tool.get("strict") is not None:
-        fn["strict"] = tool["strict"]
-    return {"type": "function", "function": fn}
+    return function_tool(tool.get("name", ""), tool.get("description"), tool["input_schema"], tool.get("strict"))
 
 
 def _chat_tool_choice(choice: Any) -> dict[str, Any]:
@@ -394,16 +410,7 @@ def messages_to_chat_response(msg: dict[str, Any]) -> dict[str, Any]:
         if block.get("type") == "text":
             texts.append(block.get("text", ""))
         elif block.get("type") == "tool_use":
-            calls.append(
-                {
-                    "id": block.get("id", ""),
-                    "type": "function",
-                    "function": {"name": block.get("name", ""), "arguments": json.dumps(block.get("input", {}))},
-                }
-            )
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
-    if calls:
-        message["tool_calls"] = calls
+            calls.append(_chat_tool_call(block))
     return {
         "id": msg.get("id", ""),
         "object": "chat.completion",
@@ -412,7 +419,7 @@ def messages_to_chat_response(msg: dict[str, Any]) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": message,
+                "message": _assistant_message(texts, calls),
                 "finish_reason": _FINISH.get(str(msg.get("stop_reason")), "stop"),
                 "logprobs": None,
             }
@@ -441,16 +448,7 @@ def chat_to_messages_response(chat: dict[str, Any], model: str | None = None) ->
         content.append({"type": "text", "text": text})
     if message.get("refusal"):
         content.append({"type": "text", "text": str(message["refusal"])})
-    for call in message.get("tool_calls") or []:
-        fn = call.get("function") or {}
-        content.append(
-            {
-                "type": "tool_use",
-                "id": str(call.get("id", "")),
-                "name": str(fn.get("name", "")),
-                "input": _arguments_object(fn.get("arguments"), f"tool call {call.get('id')!r}"),
-            }
-        )
+    content += _tool_use_blocks(message.get("tool_calls"), "")
     stop = "refusal" if message.get("refusal") else _STOP.get(str(choice.get("finish_reason")), "end_turn")
     usage = chat.get("usage")
     return {
@@ -487,8 +485,8 @@ class MessagesStreamToChat:
         self._tool_without_arguments: set[int] = set()  # content block indexes of calls with no arguments yet
         self._usage_sent = False
 
-    def feed(self, event: str, data: dict[str, Any]) -> list[dict[str, Any]]:
-        """The chunks one Messages event gives (often none)."""
+    def feed(self, event: str, data: Body) -> list[StreamEvent]:
+        """The chunks one Messages event gives (often none), each as an event without a name."""
         kind = event if event not in ("", "message") else str(data.get("type") or "")
         if kind == "message_start":
             message = data.get("message") or {}
@@ -535,18 +533,18 @@ class MessagesStreamToChat:
             return self.close()
         return []
 
-    def close(self) -> list[dict[str, Any]]:
+    def close(self) -> list[StreamEvent]:
         """The final usage chunk (``choices: []``) when ``include_usage`` and it was not sent yet."""
         if not self.include_usage or self._usage_sent:
             return []
         self._usage_sent = True
-        chunk = self._chunk({})
+        name, chunk = self._chunk({})
         chunk["choices"] = []
         chunk["usage"] = chat_usage_body(messages_usage(self._usage))
-        return [chunk]
+        return [(name, chunk)]
 
-    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-        chunk: dict[str, Any] = {
+    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> StreamEvent:
+        chunk: Body = {
             "id": self._id,
             "object": "chat.completion.chunk",
             "created": self._created,
@@ -555,10 +553,10 @@ class MessagesStreamToChat:
         }
         if self.include_usage:
             chunk["usage"] = None
-        return chunk
+        return ("", chunk)
 
 
-class ChatStreamToMessages:
+class ChatStreamToMessages(FromChatStream):
     """Turns chat-completions chunks (from an upstream asked for ``include_usage``) into Messages events.
 
     Emits the real sequence: ``message_start``; per content block ``content_block_start``,
@@ -570,58 +568,15 @@ class ChatStreamToMessages:
     """
 
     def __init__(self, model: str) -> None:
+        super().__init__()
         self.model = model
-        self._started = False
-        self._closed = False
         self._block = -1  # index of the last content block opened, -1 before the first
         self._open_kind: str | None = None  # "text", or "tool:<chat index>"
         self._tool_blocks: dict[int, int] = {}  # chat tool_calls index → content block index
-        self._finish: str | None = None
         self._refused = False
-        self._usage = TokenUsage()
 
-    def feed(self, chunk: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-        """The events one chat chunk gives."""
-        events = self._start(chunk)
-        if isinstance(chunk.get("usage"), dict):
-            self._usage = chat_usage(chunk["usage"])
-        for choice in chunk.get("choices") or []:
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                continue
-            delta = choice.get("delta") or {}
-            for text, refusal in ((delta.get("content"), False), (delta.get("refusal"), True)):
-                if isinstance(text, str) and text:
-                    self._refused |= refusal
-                    events += self._open("text", {"type": "text", "text": ""})
-                    events.append(self._delta({"type": "text_delta", "text": text}))
-            for call in delta.get("tool_calls") or []:
-                events += self._tool_call(call)
-            if choice.get("finish_reason"):
-                self._finish = str(choice["finish_reason"])
-        return events
-
-    def close(self) -> list[tuple[str, dict[str, Any]]]:
-        """The open block's ``content_block_stop``, then ``message_delta`` and ``message_stop`` (once)."""
-        if self._closed:
-            return []
-        self._closed = True
-        events = self._start({}) + self._stop_block()
-        stop = "refusal" if self._refused else _STOP.get(self._finish or "")
-        usage = messages_usage_body(self._usage)
-        events.append(
-            (
-                "message_delta",
-                {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": usage},
-            )
-        )
-        events.append(("message_stop", {"type": "message_stop"}))
-        return events
-
-    def _start(self, chunk: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-        if self._started:
-            return []
-        self._started = True
-        message: dict[str, Any] = {
+    def _opening(self, chunk: Body) -> list[StreamEvent]:
+        message: Body = {
             "id": str(chunk.get("id", "")),
             "type": "message",
             "role": "assistant",
@@ -633,23 +588,39 @@ class ChatStreamToMessages:
         }
         return [("message_start", {"type": "message_start", "message": message})]
 
-    def _tool_call(self, call: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-        index = int(call.get("index", 0))
-        fn = call.get("function") or {}
-        events: list[tuple[str, dict[str, Any]]] = []
-        if index not in self._tool_blocks:
-            block = {"type": "tool_use", "id": str(call.get("id", "")), "name": str(fn.get("name", "")), "input": {}}
-            events += self._open(f"tool:{index}", block)
-            self._tool_blocks[index] = self._block
-        arguments = fn.get("arguments")
-        if isinstance(arguments, str) and arguments:
-            # Deltas for a call whose block is already closed (interleaved parallel calls) keep their own index.
-            events.append(
-                self._delta({"type": "input_json_delta", "partial_json": arguments}, self._tool_blocks[index])
-            )
+    def _text(self, text: str, refusal: bool) -> list[StreamEvent]:
+        self._refused |= refusal
+        events = self._open("text", {"type": "text", "text": ""})
+        events.append(self._delta({"type": "text_delta", "text": text}))
         return events
 
-    def _open(self, kind: str, block: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    def _end(self) -> list[StreamEvent]:
+        """The open block's ``content_block_stop``, then ``message_delta`` and ``message_stop``."""
+        events = self._stop_block()
+        stop = "refusal" if self._refused else _STOP.get(self._finish or "")
+        usage = messages_usage_body(self._usage)
+        events.append(
+            (
+                "message_delta",
+                {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": usage},
+            )
+        )
+        events.append(("message_stop", {"type": "message_stop"}))
+        return events
+
+    def _tool_call(self, piece: ToolCallPiece) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        if piece.index not in self._tool_blocks:
+            block = {"type": "tool_use", "id": piece.id, "name": piece.name, "input": {}}
+            events += self._open(f"tool:{piece.index}", block)
+            self._tool_blocks[piece.index] = self._block
+        if piece.arguments:
+            # Deltas for a call whose block is already closed (interleaved parallel calls) keep their own index.
+            delta = {"type": "input_json_delta", "partial_json": piece.arguments}
+            events.append(self._delta(delta, self._tool_blocks[piece.index]))
+        return events
+
+    def _open(self, kind: str, block: dict[str, Any]) -> list[StreamEvent]:
         if self._open_kind == kind:
             return []
         events = self._stop_block()
@@ -660,12 +631,12 @@ class ChatStreamToMessages:
         )
         return events
 
-    def _stop_block(self) -> list[tuple[str, dict[str, Any]]]:
+    def _stop_block(self) -> list[StreamEvent]:
         if self._open_kind is None:
             return []
         self._open_kind = None
         return [("content_block_stop", {"type": "content_block_stop", "index": self._block})]
 
-    def _delta(self, delta: dict[str, Any], index: int | None = None) -> tuple[str, dict[str, Any]]:
+    def _delta(self, delta: dict[str, Any], index: int | None = None) -> StreamEvent:
         block = self._block if index is None else index
         return ("content_block_delta", {"type": "content_block_delta", "index": block, "delta": delta})

@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runner.gateway.protocols.api import TranslationError
+from runner.gateway.protocols.api import Body, StreamEvent, TranslationError, listed
+from runner.gateway.protocols.chat import FromChatStream, ToolCallPiece, function_tool, tool_message
 from runner.gateway.protocols.tokens import TokenUsage, chat_usage, responses_usage_body
 
 _HOSTED_REQUEST_FIELDS = {
@@ -74,10 +75,13 @@ def responses_to_chat_request(req: dict[str, Any], model: str) -> dict[str, Any]
         if req.get(key) is not None:
             out[key] = req[key]
     if req.get("tools"):
-        out["tools"] = [_chat_tool(t, i) for i, t in enumerate(req["tools"])]
+        out["tools"] = [_chat_tool(t, i) for i, t in enumerate(listed(req["tools"], "tools"))]
     if req.get("tool_choice") is not None:
         out["tool_choice"] = _chat_tool_choice(req["tool_choice"])
-    response_format = _response_format((req.get("text") or {}).get("format"))
+    text = req.get("text") or {}
+    if not isinstance(text, dict):
+        raise TranslationError("text must be an object")
+    response_format = _response_format(text.get("format"))
     if response_format is not None:
         out["response_format"] = response_format
     if req.get("stream"):
@@ -113,13 +117,7 @@ def _add_item(messages: list[dict[str, Any]], item: Any, i: int) -> None:
         else:
             messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
     elif kind == "function_call_output":
-        messages.append(
-            {
-                "role": "tool",
-                "tool_call_id": str(item.get("call_id", "")),
-                "content": _output_text(item.get("output"), i),
-            }
-        )
+        messages.append(tool_message(item.get("call_id", ""), _output_text(item.get("output"), i)))
     elif kind == "reasoning":
         return
     elif kind == "item_reference":
@@ -187,14 +185,7 @@ def _chat_tool(tool: Any, i: int) -> dict[str, Any]:
     kind = tool.get("type") if isinstance(tool, dict) else None
     if kind != "function":
         raise TranslationError(f"tools[{i}]: {kind} tools are not supported when the provider speaks chat")
-    fn: dict[str, Any] = {"name": str(tool.get("name", ""))}
-    if tool.get("description"):
-        fn["description"] = tool["description"]
-    if tool.get("parameters") is not None:
-        fn["parameters"] = tool["parameters"]
-    if tool.get("strict") is not None:
-        fn["strict"] = tool["strict"]
-    return {"type": "function", "function": fn}
+    return function_tool(tool.get("name", ""), tool.get("description"), tool.get("parameters"), tool.get("strict"))
 
 
 def _chat_tool_choice(choice: Any) -> Any:
@@ -320,7 +311,7 @@ def _response(
 # --- streams -----------------------------------------------------------------------------------------------
 
 
-class ChatStreamToResponses:
+class ChatStreamToResponses(FromChatStream):
     """Turns chat-completions chunks (from an upstream asked for ``include_usage``) into Responses events.
 
     Emits the real sequence: ``response.created`` and ``response.in_progress``; for text
@@ -329,50 +320,27 @@ class ChatStreamToResponses:
     function call ``response.output_item.added`` (function_call), ``response.function_call_arguments.delta``…,
     ``response.function_call_arguments.done``, ``response.output_item.done``; and from ``close()`` the
     terminal ``response.completed`` (or ``response.incomplete`` for a ``length``/``content_filter`` finish)
-    carrying the whole response and its usage. Every event has ``sequence_number``, counting from 0.
+    carrying the whole response and its usage. Every event has ``sequence_number``, counting from 0. Refusal
+    text gives no event.
     """
 
     def __init__(self, request: dict[str, Any], model: str) -> None:
+        super().__init__()
         self.request = request
         self.model = model
         self._seq = 0
         self._chat_id = ""
         self._created: Any = 0
-        self._started = False
-        self._closed = False
         self._items: list[dict[str, Any]] = []  # output items so far, the last one possibly still open
         self._open: str | None = None  # "text", or "tool:<chat index>"
         self._tool_items: dict[int, int] = {}  # chat tool_calls index → output index
-        self._finish = "stop"
-        self._usage = TokenUsage()
 
-    def feed(self, chunk: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-        """The events one chat chunk gives."""
-        events = self._start(chunk)
-        if isinstance(chunk.get("usage"), dict):
-            self._usage = chat_usage(chunk["usage"])
-        for choice in chunk.get("choices") or []:
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                continue
-            delta = choice.get("delta") or {}
-            text = delta.get("content")
-            if isinstance(text, str) and text:
-                events += self._text(text)
-            for call in delta.get("tool_calls") or []:
-                events += self._tool_call(call)
-            if choice.get("finish_reason"):
-                self._finish = str(choice["finish_reason"])
-        return events
-
-    def close(self) -> list[tuple[str, dict[str, Any]]]:
-        """Closes the open item and gives the terminal event (once)."""
-        if self._closed:
-            return []
-        self._closed = True
-        events = self._start({}) + self._close_item()
-        status, reason = _STATUS.get(self._finish, ("completed", None))
+    def _end(self) -> list[StreamEvent]:
+        """Closes the open item and gives the terminal event."""
+        events = self._close_item()
+        status, reason = self._status()
         if not self._items:  # no text and no call: an empty message, as the non-streamed translation gives
-            events += self._text("") + self._close_item()
+            events += self._text("", refusal=False) + self._close_item()
         for item in self._items:
             item["status"] = status
         response = self._snapshot(status, reason, self._items, self._usage)
@@ -380,10 +348,10 @@ class ChatStreamToResponses:
         events.append(self._event(name, {"response": response}))
         return events
 
-    def _start(self, chunk: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-        if self._started:
-            return []
-        self._started = True
+    def _status(self) -> tuple[str, str | None]:
+        return _STATUS.get(self._finish or "stop", ("completed", None))
+
+    def _opening(self, chunk: Body) -> list[StreamEvent]:
         self._chat_id = str(chunk.get("id", ""))
         self._created = chunk.get("created") or 0
         return [
@@ -391,8 +359,10 @@ class ChatStreamToResponses:
             self._event("response.in_progress", {"response": self._snapshot("in_progress", None, [], None)}),
         ]
 
-    def _text(self, text: str) -> list[tuple[str, dict[str, Any]]]:
-        events: list[tuple[str, dict[str, Any]]] = []
+    def _text(self, text: str, refusal: bool) -> list[StreamEvent]:
+        if refusal:
+            return []
+        events: list[StreamEvent] = []
         if self._open != "text":
             events += self._close_item()
             suffix = "" if not any(i["type"] == "message" for i in self._items) else f"_{len(self._items)}"
@@ -412,38 +382,33 @@ class ChatStreamToResponses:
             events.append(self._event("response.output_text.delta", {**self._where(), "delta": text, "logprobs": []}))
         return events
 
-    def _tool_call(self, call: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-        index = int(call.get("index", 0))
-        fn = call.get("function") or {}
-        events: list[tuple[str, dict[str, Any]]] = []
-        if index not in self._tool_items:
+    def _tool_call(self, piece: ToolCallPiece) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        if piece.index not in self._tool_items:
             events += self._close_item()
-            call_id = str(call.get("id", ""))
-            item = _function_call_item(call_id, str(fn.get("name", "")), "", "in_progress")
-            events += self._add_item(item)
-            self._tool_items[index] = len(self._items) - 1
-            self._open = f"tool:{index}"
-        arguments = fn.get("arguments")
-        if isinstance(arguments, str) and arguments:
-            output_index = self._tool_items[index]
+            events += self._add_item(_function_call_item(piece.id, piece.name, "", "in_progress"))
+            self._tool_items[piece.index] = len(self._items) - 1
+            self._open = f"tool:{piece.index}"
+        if piece.arguments:
+            output_index = self._tool_items[piece.index]
             item = self._items[output_index]
-            item["arguments"] += arguments
+            item["arguments"] += piece.arguments
             where = {"item_id": item["id"], "output_index": output_index}
-            events.append(self._event("response.function_call_arguments.delta", {**where, "delta": arguments}))
+            events.append(self._event("response.function_call_arguments.delta", {**where, "delta": piece.arguments}))
         return events
 
-    def _add_item(self, item: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    def _add_item(self, item: dict[str, Any]) -> list[StreamEvent]:
         self._items.append(item)
         added = {"output_index": len(self._items) - 1, "item": _copy(item)}
         return [self._event("response.output_item.added", added)]
 
-    def _close_item(self) -> list[tuple[str, dict[str, Any]]]:
+    def _close_item(self) -> list[StreamEvent]:
         if self._open is None:
             return []
         item = self._items[-1] if self._open == "text" else self._items[self._tool_items[int(self._open[5:])]]
         output_index = self._items.index(item)
         self._open = None
-        events: list[tuple[str, dict[str, Any]]] = []
+        events: list[StreamEvent] = []
         if item["type"] == "message":
             where = {"item_id": item["id"], "output_index": output_index, "content_index": 0}
             part = item["content"][0]
@@ -457,7 +422,7 @@ class ChatStreamToResponses:
             events.append(
                 self._event("response.function_call_arguments.done", {**where, "arguments": item["arguments"]})
             )
-        done = {**_copy(item), "status": _STATUS.get(self._finish, ("completed", None))[0]}
+        done = {**_copy(item), "status": self._status()[0]}
         events.append(self._event("response.output_item.done", {"output_index": output_index, "item": done}))
         return events
 
@@ -479,7 +444,7 @@ class ChatStreamToResponses:
             usage=usage,
         )
 
-    def _event(self, name: str, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def _event(self, name: str, body: dict[str, Any]) -> StreamEvent:
         event = {"type": name, "sequence_number": self._seq, **body}
         self._seq += 1
         return (name, event)
