@@ -95,6 +95,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/analytics.py
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/ray.py
+	$(BIN)/python bench/board.py
+	$(BIN)/python bench/inspect_sandbox.py
 	$(BIN)/python bench/site.py
 
 clean:

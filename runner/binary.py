@@ -52,6 +52,8 @@ COLLECTED: tuple[str, ...] = ("runner", "sqlglot", "pip")
 pip, which the image build runs (``ispm -m pip``) to vendor an agent's pinned wheels."""
 EXCLUDED: tuple[str, ...] = (
     "ray",  # the cluster backend: the `cluster` extra, on a Python install
+    "runner.inspect_eval",  # Inspect AI's entry point: the `inspect` extra, on a Python install
+    "inspect_ai",
     "anthropic",  # test-only SDKs: the fake provider's types and the real clients
     "openai",
     "selenium",

@@ -189,3 +189,14 @@ def contract_image(base_tag: str, context: Path, tag: str, program: str) -> str:
     finally:
         client.close()
     return tag
+
+
+def tiny_contract_image(client: Any, folder: Path, tag: str, content: str) -> str:
+    """Build ``tag``: a few bytes from scratch with the agent contract label (nothing can run it); its image id."""
+    folder.mkdir(parents=True)
+    (folder / "hello").write_text(content, encoding="utf-8")
+    (folder / "Dockerfile").write_text(
+        'FROM scratch\nCOPY hello /hello\nLABEL ispm.agent.contract="ispm.agent/v1"\n', encoding="utf-8"
+    )
+    image, _ = client.images.build(path=str(folder), tag=tag, rm=True)
+    return str(image.id)

@@ -1,7 +1,7 @@
 """A submission cancelled while its run is running: the run stops, its containers go, and nothing is published.
 
 The board's worker runs in this process on a real Docker engine. The agent sleeps for ten minutes on every task, so
-the cancel lands while its samples run. The cancel is the API's (``runner.board.worker.cancel`` with the
+the cancel lands while its samples run. The cancel is the API's (``runner.board.cancel.cancel`` with the
 submitter's token); the worker's heartbeat sees it and stops the run the way Ctrl-C does.
 
 The stop request itself is also checked on the scheduler alone, with an in-process sample runner whose samples
@@ -26,8 +26,10 @@ from board_fixtures import add_submission, board_in_process, board_tag, contract
 from docker_fixtures import containers_of
 from fake_provider import FakeProvider, Reply, openai_completion
 
+from runner.board.cancel import cancel
+from runner.board.context import PUBLISHED_DIR
 from runner.board.db import Submission
-from runner.board.worker import PUBLISHED_DIR, cancel, work_one
+from runner.board.worker import work_one
 from runner.contract import SampleOutput
 from runner.grading.rubric import load_rubrics
 from runner.paths import tasks_dir, world_dir

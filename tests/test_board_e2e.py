@@ -20,12 +20,14 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 from board_fixtures import ISPM, BoardProcess, browser, contract_image, postgres_cluster
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fake_provider import FakeProvider, Reply, openai_completion
 
 from runner.board.client import submit, submit_with_progress, watch_submission
+from runner.board.quarantine import board_name
 from runner.record.model import RunRecord
 from runner.record.verify import verify
 
@@ -122,7 +124,9 @@ def test_the_published_record_is_marked_not_official_and_pins_the_wire_model(
     record = RunRecord.model_validate_json((record_dir / "record.json").read_text(encoding="utf-8"))
     assert record.run_id == run_id and record.status == "completed" and record.official is False
     assert record.resolved_models == {CANDIDATE: WIRE_MODEL}
-    assert record.spec.agent_image.startswith(f"ispm-board/submission-{published['final']['id']}:")
+    board_id = yaml.safe_load(board.config.read_text())["board_id"]
+    tag = f"ispm-board/{board_name(board_id)}/submission-{published['final']['id']}:"
+    assert record.spec.agent_image.startswith(tag)
     assert list(record.images.values()) == [published["final"]["image_id"]]
 
 

@@ -73,9 +73,7 @@ def _save(*images: tuple[str, dict[str, str] | None]) -> dict[str, bytes]:
     manifest = []
     for hex_id, labels in images:
         members.update(_image(hex_id, labels))
-        manifest.append(
-            {"Config": f"{hex_id}.json", "RepoTags": ["ispm/base:latest"], "Layers": [f"{hex_id[:8]}/layer.tar"]}
-        )
+        manifest.append({"Config": f"{hex_id}.json", "RepoTags": None, "Layers": [f"{hex_id[:8]}/layer.tar"]})
     members["manifest.json"] = json.dumps(manifest).encode()
     return members
 
@@ -186,7 +184,11 @@ def test_a_foreign_token_is_refused(board: BoardProcess, tmp_path: Path) -> None
 
 
 def test_an_expired_token_is_refused(board: BoardProcess) -> None:
-    expired = board.token("bob", "--valid-days", "-1")
+    expired = board.token("bob", "--valid-days", "1")
+    engine = create_engine(f"sqlite:///{board.folder / 'data' / 'board.sqlite'}")
+    with engine.begin() as db:
+        db.execute(text("UPDATE tokens SET expires_at = '2026-01-01 00:00:00.000000' WHERE submitter = 'bob'"))
+    engine.dispose()
     response = _post(board, expired, GOOD)
     assert response.status_code == 401
     assert response.json()["error"].startswith("this token expired at ")

@@ -18,8 +18,9 @@ from docker_fixtures import containers_of
 from fake_provider import FakeProvider, Reply, openai_completion
 from loopback_cluster import loopback_cluster
 
+from runner.board.context import PUBLISHED_DIR
 from runner.board.db import Submission
-from runner.board.worker import PUBLISHED_DIR, work_one
+from runner.board.worker import work_one
 from runner.record.model import RunRecord
 from runner.record.verify import verify
 

@@ -23,9 +23,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import create_engine, delete, inspect, select, text, update
 
 from runner.board.config import BoardConfig
+from runner.board.context import BoardContext
 from runner.board.db import MIGRATIONS, Submission, Token, make_engine, migrate, sessions, utcnow
 from runner.board.lease import Hold, claim, renew
-from runner.board.worker import STEPS, WORKING, BoardContext, _advance, fail, work_one
+from runner.board.worker import STEPS, WORKING, _advance, fail, work_one
 
 ROUNDS = 20
 LEASE_S = 1.0

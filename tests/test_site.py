@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from markupsafe import Markup
 from report_runs import MIXED_PLAN, MIXED_TASKS, mixed
 
 from runner.cli import main
@@ -29,7 +28,6 @@ from runner.site.errors import PageNotFound
 from runner.site.filters import MAX_QUERY_CHARS
 from runner.site.links import Links
 from runner.site.model import SiteSources
-from runner.site.pages import SitePages
 from runner.site.results import task_results
 from runner.site.sources import FIRST_ROWS, load_sources
 
@@ -266,25 +264,6 @@ def test_a_world_that_is_not_the_pinned_one_is_refused_naming_the_file(world_cop
         f.write(b"\n")
     with pytest.raises(WorldError, match=re.escape(str(world_copy / damage)) + ": not the"):
         load_sources(world_copy)
-
-
-def test_pages_that_show_runs_are_rendered_again_only_when_the_published_runs_change(
-    sources: SiteSources, mixed: Path
-) -> None:
-    site = SitePages(sources)
-    before, task_before = site.tasks({}), site.task("ispm-046")
-    assert site.tasks({}) is before and site.task("ispm-046") is task_before  # kept
-    assert site.contract() is site.contract()
-    runs, _ = published_from_folders([mixed])
-    site.publish(runs)
-    after = site.tasks({})
-    assert after is not before and "results of 1 published run" in Page(after).words
-    assert runs[0].record.run_id in site.task("ispm-046") and runs[0].record.run_id not in task_before
-    site.publish(list(runs))  # the same runs again: nothing is rendered afresh
-    assert site.tasks({}) is after
-    board = site.leaderboard(Markup("<p>panel one</p>"))
-    assert site.leaderboard(Markup("<p>panel one</p>")) is board
-    assert "panel two" in site.leaderboard(Markup("<p>panel two</p>"))
 
 
 def test_the_contract_page_holds_each_rubric_the_judges_read(sources: SiteSources) -> None:

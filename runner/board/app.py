@@ -8,86 +8,51 @@ from __future__ import annotations
 
 import functools
 import secrets
-from datetime import datetime
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import anyio.to_thread
-from pydantic import BaseModel, ConfigDict
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select, true
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from runner import __version__
-from runner.board import pages
+from runner import __version__, log
+from runner.board import inputs, pages
+from runner.board.cancel import cancel
+from runner.board.context import PUBLISHED_DIR, BoardContext
 from runner.board.db import CLOSED, Submission, utcnow
 from runner.board.errors import BoardError
 from runner.board.lease import Hold, lease_end
+from runner.board.model import SubmissionView
+from runner.board.pagecache import PageCache, RenderedPage
+from runner.board.published import PublishedRecords
 from runner.board.quarantine import board_tag, inspect_archive, load_image, remove_image
 from runner.board.signing import public_pem
 from runner.board.tokens import authenticate, bearer
 from runner.board.upload import receive
-from runner.board.worker import PUBLISHED_DIR, BoardContext, cancel
 from runner.record.model import RunRecord
 from runner.record.report import REPORT_NAME
 from runner.record.verify import public_key_sha256, statement_paths
+from runner.serving import head_problem
+from runner.site import render
 from runner.site.errors import PageNotFound
+from runner.site.links import Links
 from runner.site.model import BoardFacts, PublishedRun
-from runner.site.pages import SitePages
 from runner.site.render import shown
-from runner.site.results import published_run
+from runner.site.results import published_run, task_results
 from runner.site.sources import load_sources
 from runner.world import MANIFEST_NAME, SNAPSHOT_NAME
 from runner.world.digest import file_sha256
 
 UPLOADS_DIR = "uploads"
-MAX_NAME = 200
-MAX_LINKS = 5
 
-
-class SubmissionView(BaseModel):
-    """A submission as the API shows it."""
-
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
-
-    id: int
-    """The submission's number on this board."""
-    display_name: str
-    """As the submitter wrote it."""
-    candidate: str
-    """The served candidate model it runs against."""
-    links: list[str]
-    """The submitter's links (http or https)."""
-    state: str
-    """received, verified, queued, running, auditing, published, failed or cancelled."""
-    reason: str | None
-    """Why it failed or was cancelled."""
-    samples_done: int
-    """Samples graded so far."""
-    samples_planned: int
-    """Samples the run plans (0 before it starts)."""
-    eta_s: float | None
-    """Projected seconds left in the run, at its pace so far."""
-    image_id: str
-    """The engine's id of the loaded image."""
-    upload_sha256: str
-    """sha256 of the uploaded ``docker save`` stream."""
-    run_id: str | None
-    """The run's id, once it has one."""
-    bundle_sha256: str | None
-    """sha256 of the published bundle."""
-    created_at: datetime
-    """When the upload was received (UTC)."""
-    updated_at: datetime
-    """The last change (UTC)."""
-    published_at: datetime | None
-    """When it was published (UTC)."""
-    status_url: str
-    """The human status page."""
+_log = log.get(__name__)
 
 
 def view(sub: Submission, base_url: str) -> SubmissionView:
@@ -107,18 +72,39 @@ def _sha256_of(path: Path, mtime_ns: int, size: int) -> str:
     return file_sha256(path)
 
 
+def _stamp(ctx: BoardContext, where: ColumnElement[bool]) -> Hashable:
+    """How many submissions match ``where``, their last change, and sums of their ids and samples done: moves with
+    any change to them (``updated_at`` keeps whole seconds, so the sums catch a second change within one second)."""
+    with ctx.sessions() as session:
+        row = session.execute(
+            select(
+                func.count(),
+                func.max(Submission.updated_at),
+                func.sum(Submission.id),
+                func.sum(Submission.samples_done),
+                func.sum(func.length(Submission.state)),
+            ).where(where)
+        ).one()
+    return tuple(row)
+
+
+def _html(request: Request, page: RenderedPage) -> Response:
+    """``page``, gzipped for a client that accepts it."""
+    if "gzip" in request.headers.get("accept-encoding", ""):
+        headers = {"content-encoding": "gzip", "vary": "accept-encoding"}
+        return Response(page.gzipped, media_type="text/html; charset=utf-8", headers=headers)
+    return Response(page.html, media_type="text/html; charset=utf-8", headers={"vary": "accept-encoding"})
+
+
+def _present(path: Path) -> Path:
+    """``path``, or a 404 when it is gone (a board whose files were moved must not answer 500)."""
+    if not path.is_file():
+        raise BoardError(f"{path.name} is not on this board", status=404)
+    return path
+
+
 def _base(request: Request) -> str:
     return str(request.base_url).rstrip("/")
-
-
-def _links(values: list[str]) -> list[str]:
-    if len(values) > MAX_LINKS:
-        raise BoardError(f"at most {MAX_LINKS} links", status=422)
-    for link in values:
-        parts = urlsplit(link)
-        if parts.scheme not in ("http", "https") or not parts.netloc or len(link) > 500:
-            raise BoardError(f"a link must be an http or https URL: {link!r}", status=422)
-    return values
 
 
 def create_app(ctx: BoardContext) -> Starlette:
@@ -126,15 +112,20 @@ def create_app(ctx: BoardContext) -> Starlette:
     config = ctx.config
     key_pem = public_pem(ctx.key).decode()
     key_sha = public_key_sha256(ctx.key.public_key())
+    cache = PageCache()
+    records = PublishedRecords(config.data_dir / PUBLISHED_DIR)
+    # The publisher's site (runner/site): its sources are read once; its pages go through the page cache.
+    sources = load_sources()
+    top = Links("server")
     facts = BoardFacts(board_id=config.board_id, candidates=tuple(config.candidates), judges=tuple(config.judges))
-    site = SitePages(load_sources(), facts)
-    kept: dict[str, PublishedRun] = {}  # a published record never changes: each is read once
+    task_ids = {t.id for t in sources.tasks}
+    table_names = {t.name for t in sources.tables}
+    with_tasks: dict[str, PublishedRun] = {}  # each published run with its tasks' consensus, read once
 
     def check_submission(authorization: str | None, name: str, candidate: str) -> int:
         with ctx.sessions() as session:
             token = authenticate(session, bearer(authorization))
-            if not name.strip() or len(name) > MAX_NAME:
-                raise BoardError(f"name: 1 to {MAX_NAME} characters", status=422)
+            inputs.display_name(name)
             if candidate not in config.candidates:
                 raise BoardError(
                     f"this board does not serve the candidate {candidate!r}; it serves {config.candidates}"
@@ -165,7 +156,7 @@ def create_app(ctx: BoardContext) -> Starlette:
             session.add(sub)
             session.flush()
             sub_id = sub.id
-        tag = board_tag(sub_id, archive)
+        tag = board_tag(config.board_id, sub_id, archive)
         with Hold(ctx, sub_id, holder):
             try:
                 image_id = load_image(path, archive, tag)
@@ -188,7 +179,7 @@ def create_app(ctx: BoardContext) -> Starlette:
         token_id = await anyio.to_thread.run_sync(
             check_submission, request.headers.get("authorization"), name, candidate
         )
-        links = _links(query.getlist("link"))
+        links = inputs.links(query.getlist("link"))
         path = config.data_dir / UPLOADS_DIR / f"{secrets.token_hex(8)}.tar"
         upload = await receive(request.stream(), path, cap=config.max_upload_bytes)
         try:
@@ -197,6 +188,7 @@ def create_app(ctx: BoardContext) -> Starlette:
             )
         finally:
             path.unlink(missing_ok=True)
+            cache.changed()  # a new submission, or a failed one
         sub = await anyio.to_thread.run_sync(_get, sub_id)
         return JSONResponse(view(sub, _base(request)).model_dump(mode="json"), status_code=202)
 
@@ -219,92 +211,144 @@ def create_app(ctx: BoardContext) -> Starlette:
     def cancel_submission(request: Request) -> Response:
         with ctx.sessions() as session:
             token = authenticate(session, bearer(request.headers.get("authorization")))
-        sub = cancel(ctx, int(request.path_params["id"]), token_id=token.id, reason="cancelled by the submitter")
+        sub = cancel(
+            ctx, inputs.submission_id(request.path_params["id"]), token_id=token.id, reason="cancelled by the submitter"
+        )
         if sub.worker is None and sub.image_tag:
             remove_image(sub.image_tag)  # no worker holds it, so nothing runs the image; else its worker removes it
+        cache.changed()
         return JSONResponse(view(sub, _base(request)).model_dump(mode="json"))
 
     def status_json(request: Request) -> Response:
-        return JSONResponse(view(_get(int(request.path_params["id"])), _base(request)).model_dump(mode="json"))
+        return JSONResponse(
+            view(_get(inputs.submission_id(request.path_params["id"])), _base(request)).model_dump(mode="json")
+        )
 
     def status_page(request: Request) -> Response:
-        sub = _get(int(request.path_params["id"]))
+        sub = _get(inputs.submission_id(request.path_params["id"]))
         refresh = None if sub.state in CLOSED else pages.REFRESH_S
         html = pages.board_page("status", f"Submission {sub.id}", s=sub, refresh_s=refresh)
         return HTMLResponse(html)
 
-    def submissions_page(request: Request) -> Response:
+    def closed_stamp() -> Hashable:
+        # What the leaderboard shows changes only when a submission is published, fails or is cancelled.
+        return _stamp(ctx, Submission.state.in_(CLOSED))
+
+    def any_stamp() -> Hashable:
+        return _stamp(ctx, true())
+
+    def render_submissions() -> str:
         with ctx.sessions() as session:
             subs = list(session.scalars(select(Submission).order_by(Submission.id.desc())))
-        return HTMLResponse(pages.board_page("submissions", "Submissions", submissions=subs))
+        return pages.board_page("submissions", "Submissions", submissions=subs)
 
-    def published_runs() -> tuple[list[PublishedRun], list[Submission]]:
-        """The published runs, oldest first (the site shows them), and the failed or cancelled submissions."""
+    def published_runs() -> list[PublishedRun]:
+        """The published runs, oldest first, each with its tasks' consensus (the site's task pages show them)."""
         with ctx.sessions() as session:
-            subs = list(session.scalars(select(Submission).order_by(Submission.id)))
+            subs = list(
+                session.scalars(select(Submission).where(Submission.state == "published").order_by(Submission.id))
+            )
         runs = []
         for sub in subs:
-            if sub.state != "published" or not sub.run_dir or not sub.run_id:
+            if not sub.run_dir or not sub.run_id:
                 continue
-            run = kept.get(sub.run_id)
+            run = with_tasks.get(sub.run_id)
             if run is None:
-                record = RunRecord.model_validate_json((Path(sub.run_dir) / "record.json").read_text(encoding="utf-8"))
+                try:
+                    text = (Path(sub.run_dir) / "record.json").read_text(encoding="utf-8")
+                    record = RunRecord.model_validate_json(text)
+                except (OSError, ValueError) as exc:  # a record gone or damaged on disk must not take the page down
+                    _log.warning("board.published_record_unreadable", submission=sub.id, error=str(exc)[:500])
+                    continue
                 label = f"{sub.display_name} ({sub.candidate})"
-                run = kept[sub.run_id] = published_run(record, label=label, has_report=True)
+                run = with_tasks[sub.run_id] = published_run(record, label=label, has_report=True)
             runs.append(run)
-        site.publish(runs)
-        return runs, [s for s in subs if s.state in ("failed", "cancelled")]
+        return runs
 
-    def leaderboard(request: Request) -> Response:
-        _, closed = published_runs()
-        return HTMLResponse(site.leaderboard(pages.board_panel(closed, board_id=config.board_id, key_sha256=key_sha)))
+    def render_leaderboard() -> str:
+        with ctx.sessions() as session:
+            subs = list(session.scalars(select(Submission).where(Submission.state.in_(CLOSED)).order_by(Submission.id)))
+        published = []
+        for sub in subs:
+            if sub.state == "published" and sub.run_dir:
+                try:
+                    record = records.get(Path(sub.run_dir))
+                except (OSError, ValueError) as exc:  # a record gone or damaged on disk must not take the page down
+                    _log.warning("board.published_record_unreadable", submission=sub.id, error=str(exc)[:500])
+                    continue
+                label = f"{sub.display_name} ({sub.candidate})"
+                published.append(PublishedRun(record=record, tasks={}, label=label, has_report=True))
+        closed = [s for s in subs if s.state in ("failed", "cancelled")]
+        panel = pages.board_panel(closed, board_id=config.board_id, key_sha256=key_sha)
+        return render.leaderboard_page(sources, top, published, panel)
 
-    def contract_page(request: Request) -> Response:
-        return HTMLResponse(site.contract())
+    async def submissions_page(request: Request) -> Response:
+        return _html(request, await cache.page("submissions", render_submissions, any_stamp))
 
-    def tasks_page(request: Request) -> Response:
-        published_runs()
-        return HTMLResponse(site.tasks(request.query_params))
+    async def leaderboard(request: Request) -> Response:
+        return _html(request, await cache.page("leaderboard", render_leaderboard, closed_stamp))
 
-    def task_page(request: Request) -> Response:
-        published_runs()
-        return HTMLResponse(site.task(request.path_params["task_id"]))
+    def render_tasks(params: Mapping[str, str]) -> str:
+        runs = published_runs()
+        return render.tasks_page(sources, top, task_results(runs), params, runs=len(runs))
 
-    def dataset_page(request: Request) -> Response:
-        return HTMLResponse(site.dataset())
+    async def contract_page(request: Request) -> Response:
+        return _html(request, await cache.page("/", lambda: render.contract_page(sources, top)))
 
-    def table_page(request: Request) -> Response:
-        return HTMLResponse(site.table(request.path_params["table"]))
+    async def tasks_page(request: Request) -> Response:
+        params = request.query_params
+        if any(params.values()):  # a visitor's filters are never a cache key
+            return HTMLResponse(await anyio.to_thread.run_sync(render_tasks, params))
+        return _html(request, await cache.page("/tasks", lambda: render_tasks({}), closed_stamp))
+
+    async def task_page(request: Request) -> Response:
+        task_id = request.path_params["task_id"]
+        if task_id not in task_ids:  # checked first: only real tasks' pages are cached
+            raise PageNotFound(f"There is no task {shown(task_id)!r} in the v1 task set.")
+
+        def page() -> str:
+            return render.task_page(sources, top, task_results(published_runs()), task_id)
+
+        return _html(request, await cache.page(f"/tasks/{task_id}", page, closed_stamp))
+
+    async def dataset_page(request: Request) -> Response:
+        return _html(request, await cache.page("/dataset", lambda: render.dataset_page(sources, top)))
+
+    async def table_page(request: Request) -> Response:
+        name = request.path_params["table"]
+        if name not in table_names:
+            raise PageNotFound(f"There is no table {shown(name)!r} in {sources.manifest.dataset}.")
+        return _html(request, await cache.page(f"/dataset/{name}", lambda: render.table_page(sources, top, name)))
 
     def dataset_file(request: Request) -> Response:
         name = request.path_params["name"]
         if name not in (SNAPSHOT_NAME, MANIFEST_NAME):
             raise PageNotFound(f"The dataset has no file {shown(name)!r}.")
-        path = site.sources.world / name
+        path = sources.world / name
         return FileResponse(path, filename=path.name, media_type="application/octet-stream")
 
-    def scoring_page(request: Request) -> Response:
-        return HTMLResponse(site.scoring())
+    async def scoring_page(request: Request) -> Response:
+        return _html(request, await cache.page("/scoring", lambda: render.scoring_page(sources, top)))
+
+    def submit_page(request: Request) -> Response:
+        return HTMLResponse(render.submit_page(sources, top, facts, _base(request)))  # names the request's address
 
     def favicon(request: Request) -> Response:
         return Response(status_code=204)  # no icon, and no 404 in every visitor's console
 
-    def submit_page(request: Request) -> Response:
-        return HTMLResponse(site.submit(_base(request)))
-
     def run_report(request: Request) -> Response:
-        sub = _by_run(request.path_params["run_id"])
-        return FileResponse(Path(sub.run_dir or "") / REPORT_NAME, media_type="text/html")
+        sub = _by_run(inputs.run_id(request.path_params["run_id"]))
+        return FileResponse(_present(Path(sub.run_dir or "") / REPORT_NAME), media_type="text/html")
 
     def download(request: Request) -> Response:
-        sub = _by_run(request.path_params["run_id"])
+        sub = _by_run(inputs.run_id(request.path_params["run_id"]))
         bundle = config.data_dir / PUBLISHED_DIR / f"{sub.run_id}.tar.gz"
         statement, signature = statement_paths(bundle)
         files = {"bundle": bundle, "statement": statement, "signature": signature}
         path = files.get(request.path_params["what"])
         if path is None:
             raise BoardError("downloads are bundle, statement and signature", status=404)
-        return FileResponse(path, filename=path.name, media_type="application/octet-stream")
+        return FileResponse(_present(path), filename=path.name, media_type="application/octet-stream")
 
     def run_locally(request: Request) -> Response:
         binary = config.binary if config.binary is not None and config.binary.is_file() else None
@@ -327,11 +371,16 @@ def create_app(ctx: BoardContext) -> Starlette:
         assert isinstance(exc, BoardError)
         return JSONResponse({"error": str(exc)}, status_code=exc.status)
 
+    async def client_gone(request: Request, exc: Exception) -> Response:
+        # Nothing will read this answer: the client went away while sending its body.
+        _log.info("board.client_disconnected", method=request.method, path=request.url.path)
+        return Response(status_code=400)
+
     async def page_not_found(request: Request, exc: Exception) -> Response:
         if isinstance(exc, HTTPException) and request.url.path.startswith("/api/"):
             return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
         message = str(exc) if isinstance(exc, PageNotFound) else f"There is no page at {shown(request.url.path)!r}."
-        return HTMLResponse(site.not_found(message), status_code=404)
+        return HTMLResponse(render.not_found_page(sources, top, message), status_code=404)
 
     routes: list[Any] = [
         Route("/", contract_page),
@@ -355,5 +404,28 @@ def create_app(ctx: BoardContext) -> Starlette:
         Route("/api/v1/submissions/{id:int}", status_json, methods=["GET"]),
         Route("/api/v1/submissions/{id:int}", cancel_submission, methods=["DELETE"]),
     ]
-    handlers = {BoardError: board_error, PageNotFound: page_not_found, 404: page_not_found}
-    return Starlette(routes=routes, exception_handlers=handlers)
+    handlers = {
+        BoardError: board_error,
+        ClientDisconnect: client_gone,
+        PageNotFound: page_not_found,
+        404: page_not_found,
+    }
+    app = Starlette(routes=routes, middleware=[Middleware(HeadLimits)], exception_handlers=handlers)
+    app.state.page_cache = cache  # tests and the bench count its renders
+    return app
+
+
+class HeadLimits:
+    """The board's app behind the request head's size limits (``runner.serving.head_problem``)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        problem = head_problem(scope) if scope["type"] == "http" else None
+        if problem is None:
+            await self.app(scope, receive, send)
+            return
+        status, message = problem
+        reply = JSONResponse({"error": message}, status_code=status, headers={"connection": "close"})
+        await reply(scope, receive, send)

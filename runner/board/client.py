@@ -44,6 +44,7 @@ def image_stream(image: str) -> Iterator[bytes]:
     Raises:
         BoardError: the engine is unreachable or has no such image.
     """
+    # Docker only to stream an image out: `ispm submit status` and `cancel` start without the SDK.
     from runner.sandbox.transfer import save_stream
 
     try:
@@ -100,6 +101,7 @@ def submit_with_progress(
     Raises:
         BoardError: as :func:`submit`.
     """
+    # rich only for the upload's progress bar, kept off the start-up of the other submit commands.
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 

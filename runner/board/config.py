@@ -66,6 +66,17 @@ class BoardConfig(BaseModel):
     over."""
     heartbeat_s: float = Field(default=5.0, gt=0)
     """How often a working worker renews its lease and looks for a cancel; under half of ``lease_s``."""
+    head_timeout_s: float = Field(default=10.0, gt=0)
+    """A request head must arrive within this many seconds of its first byte (of a new connection's start); past
+    it the client gets a 408 and the connection is closed."""
+    min_body_bytes_per_s: float = Field(default=16 * 1024, gt=0)
+    """A request body must come at least this fast on average, after ``body_grace_s``; else a 408 and the
+    connection is closed. 16 KiB/s passes a real upload on any working link and ends a trickle."""
+    body_grace_s: float = Field(default=10.0, ge=0)
+    """Seconds a body may take to get going before its rate counts."""
+    max_connections: int = Field(default=1000, ge=1)
+    """Connections served at once; past it a new request is a 503 until one ends (slow ones end by the limits
+    above), so no client can hold them all for longer than those limits."""
     binary: Path | None = None
     """A single-file ``ispm`` executable to serve with its sha256 on "Run it locally", when one is built."""
     trial: TrialSetting | None = None

@@ -48,6 +48,10 @@ class Token(Base):
     """Past this instant the token is refused; ``None`` never expires."""
     open_limit: Mapped[int] = mapped_column(Integer)
     """Open submissions allowed at once."""
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """When the admin revoked it; from then on it is refused. ``None`` while it is not revoked."""
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """When a request last presented it (and it was accepted); ``None`` if never."""
 
 
 class Submission(Base):

@@ -21,16 +21,13 @@ from __future__ import annotations
 import threading
 import time
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
 
 from sqlalchemy import ColumnElement, or_, select, update
 
 from runner import log
+from runner.board.context import BoardContext
 from runner.board.db import Submission
 from runner.run.scheduler import StopRequest
-
-if TYPE_CHECKING:
-    from runner.board.worker import BoardContext
 
 _log = log.get(__name__)
 

@@ -1,7 +1,7 @@
 """The board's HTML pages, in the report's frame and with its autoescaping environment.
 
-The leaderboard itself is ``runner.record.leaderboard``'s page of the published records, with the board's panel
-(key, submissions not published and why) placed at the top of its main column.
+The leaderboard is the site's (``runner.site.render.leaderboard_page``: the record's leaderboard in the site's
+header), with the board's panel (key, submissions not published and why) at the top of its main column.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from jinja2 import ChoiceLoader, Environment, FileSystemLoader
 from markupsafe import Markup
 
 from runner.board.db import Submission
-from runner.record.leaderboard import board_rows, render_leaderboard
-from runner.record.model import RunRecord
+from runner.paths import scoring_doc
 from runner.record.report import environment, render_markdown
 from runner.site.links import Links
 from runner.site.render import TEMPLATES as SITE_TEMPLATES
@@ -28,8 +27,6 @@ REFRESH_S = 5
 
 @cache
 def _scoring() -> Markup:
-    from runner.paths import scoring_doc
-
     return render_markdown(scoring_doc().read_text(encoding="utf-8"))
 
 
@@ -39,17 +36,6 @@ def _env() -> Environment:
     # The site's templates too: board pages carry the site's header (runner/site/templates/site_nav.html.j2).
     env.loader = ChoiceLoader([FileSystemLoader(TEMPLATES), env.loader, FileSystemLoader(SITE_TEMPLATES)])
     return env
-
-
-def leaderboard_page(
-    published: Sequence[tuple[RunRecord, str]], closed: Sequence[Submission], *, board_id: str, key_sha256: str
-) -> str:
-    """The leaderboard of ``published`` (record, report link), with the board's panel listing ``closed``."""
-    from runner.paths import scoring_doc
-
-    page = render_leaderboard(board_rows(published), scoring_doc().read_text(encoding="utf-8"))
-    panel = _env().get_template("board_panel.html.j2").render(board_id=board_id, key_sha256=key_sha256, closed=closed)
-    return page.replace("<main>", "<main>\n" + panel, 1)
 
 
 def board_panel(closed: Sequence[Submission], *, board_id: str, key_sha256: str) -> Markup:

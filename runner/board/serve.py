@@ -12,11 +12,20 @@ from pathlib import Path
 
 import uvicorn
 
+from runner.board.app import create_app
+from runner.board.cancel import cancel
 from runner.board.config import BoardConfig, load_config
+from runner.board.context import BoardContext
 from runner.board.db import make_engine, migrate, sessions
+from runner.board.model import TokenView
+from runner.board.quarantine import remove_image
 from runner.board.signing import load_or_create_key
-from runner.board.tokens import create_token
-from runner.board.worker import BoardContext, cancel, work_forever
+from runner.board.tokens import create_token, list_tokens, revoke_token
+from runner.board.worker import work_forever
+from runner.serving import MAX_HEAD_BYTES, guarded_h11
+
+KEEP_ALIVE_S = 5
+"""An idle keep-alive connection is closed after this (uvicorn's default; browsers reopen at once)."""
 
 
 def open_board(config: BoardConfig) -> BoardContext:
@@ -40,6 +49,30 @@ def create_board_token(config_path: Path, submitter: str, *, valid_days: float |
         ctx.engine.dispose()
 
 
+def list_board_tokens(config_path: Path) -> list[TokenView]:
+    """Every token of the board of ``config_path``: owner, expiry, last use and state, never a secret."""
+    ctx = open_board(load_config(config_path))
+    try:
+        with ctx.sessions() as session:
+            return list_tokens(session)
+    finally:
+        ctx.engine.dispose()
+
+
+def revoke_board_token(config_path: Path, token_id: int) -> TokenView:
+    """Revoke token ``token_id`` of the board of ``config_path``; a running board refuses it from the next request.
+
+    Raises:
+        BoardError: no such token, or it was revoked already.
+    """
+    ctx = open_board(load_config(config_path))
+    try:
+        with ctx.sessions() as session:
+            return revoke_token(session, token_id)
+    finally:
+        ctx.engine.dispose()
+
+
 def cancel_as_admin(config_path: Path, submission_id: int, *, why: str | None = None) -> str:
     """Cancel any submission on the board of ``config_path`` that is not yet being published; its new state line.
 
@@ -48,8 +81,6 @@ def cancel_as_admin(config_path: Path, submission_id: int, *, why: str | None = 
     Raises:
         BoardError: no such submission, or it is auditing or closed.
     """
-    from runner.board.quarantine import remove_image
-
     ctx = open_board(load_config(config_path))
     try:
         reason = "cancelled by the board's admin" + (f": {why}" if why else "")
@@ -65,9 +96,25 @@ def _cluster(config: BoardConfig) -> AbstractContextManager[None]:
     """The board's one connection to its Ray cluster, shared by every worker thread's runs (Ray's is per process)."""
     if config.backend != "ray":
         return nullcontext()
-    from runner.cluster.driver import connected
+    from runner.cluster.driver import connected  # Ray is an optional extra: imported only for a ray board
 
     return connected(config.ray_address or os.environ.get("RAY_ADDRESS"))
+
+
+def server_config(ctx: BoardContext, host: str, port: int) -> uvicorn.Config:
+    """uvicorn's settings for the board's app: h11 with the head deadline and body rate of ``runner.serving``, the
+    head size limits, and the connection cap."""
+    config = ctx.config
+    protocol = guarded_h11(
+        head_s=config.head_timeout_s,
+        min_body_bytes_per_s=config.min_body_bytes_per_s,
+        body_grace_s=config.body_grace_s,
+    )
+    return uvicorn.Config(
+        create_app(ctx), host=host, port=port, http=protocol, lifespan="off", log_level="warning",
+        access_log=False, server_header=False, limit_concurrency=config.max_connections,
+        timeout_keep_alive=KEEP_ALIVE_S, h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+    )  # fmt: skip
 
 
 def serve_board(config_path: Path, *, host: str = "127.0.0.1", port: int = 8640, workers: int = 1) -> None:
@@ -76,8 +123,6 @@ def serve_board(config_path: Path, *, host: str = "127.0.0.1", port: int = 8640,
     Submissions that a worker of a board that died was holding are taken over once its lease runs out, and their
     runs resume from their journals (``runner.board.lease``).
     """
-    from runner.board.app import create_app
-
     ctx = open_board(load_config(config_path))
     stop = threading.Event()
     # A holder's name must be unique across every board process: the lease's compare-and-set goes by it.
@@ -91,7 +136,7 @@ def serve_board(config_path: Path, *, host: str = "127.0.0.1", port: int = 8640,
             for thread in threads:
                 thread.start()
             try:
-                uvicorn.run(create_app(ctx), host=host, port=port, log_level="warning")
+                uvicorn.Server(server_config(ctx, host, port)).run()
             finally:
                 stop.set()
                 for thread in threads:

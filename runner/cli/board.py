@@ -45,7 +45,7 @@ def token() -> None:
 @token.command("create")
 @click.argument("config", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("submitter")
-@click.option("--valid-days", type=float, default=None, help="Expire the token after this many days.")
+@click.option("--valid-days", type=float, default=None, help="Expire the token after this many days (more than 0).")
 def token_create_command(config: Path, submitter: str, valid_days: float | None) -> None:
     """Create a token for SUBMITTER and print it once: give it to them as ISPM_BOARD_TOKEN.
 
@@ -54,6 +54,39 @@ def token_create_command(config: Path, submitter: str, valid_days: float | None)
     from runner.board.serve import create_board_token
 
     click.echo(create_board_token(config, submitter, valid_days=valid_days))
+
+
+@token.command("list")
+@click.argument("config", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@json_option("the tokens as a list of objects")
+def token_list_command(config: Path, as_json: bool) -> None:
+    """List the board's tokens: id, submitter, state, expiry and last use (never a secret).
+
+    Example: ispm board token list board.yaml
+    """
+    from runner.board.serve import list_board_tokens
+    from runner.board.tokens import token_lines
+
+    tokens = list_board_tokens(config)
+    if as_json:
+        print_json([t.model_dump(mode="json") for t in tokens])
+    else:
+        for line in token_lines(tokens):
+            click.echo(line)
+
+
+@token.command("revoke")
+@click.argument("config", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("token_id", type=int)
+def token_revoke_command(config: Path, token_id: int) -> None:
+    """Revoke token TOKEN_ID (from `ispm board token list`): a running board refuses it from the next request.
+
+    Example: ispm board token revoke board.yaml 3
+    """
+    from runner.board.serve import revoke_board_token
+
+    revoked = revoke_board_token(config, token_id)
+    click.echo(f"token {revoked.id} ({revoked.submitter}): revoked")
 
 
 @board.command("cancel")

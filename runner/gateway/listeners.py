@@ -26,15 +26,10 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from runner import log
+from runner.serving import MAX_HEAD_BYTES, head_problem
 
 _log = log.get(__name__)
 
-MAX_HEAD_BYTES = 64 * 1024
-"""All request headers together; Claude Code's heads are a few KiB."""
-MAX_LINE_BYTES = 64 * 1024
-"""The request target, as ``http.server`` allows."""
-MAX_HEADERS = 100
-"""Header lines, as ``http.server`` allows."""
 KEEP_ALIVE_S = 300
 """An idle keep-alive connection is closed after this."""
 BACKLOG = 128  # a burst of agent connections must not be refused (EAGAIN on Unix sockets)
@@ -54,7 +49,7 @@ class _Bound:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            problem = _head_problem(scope)
+            problem = head_problem(scope)
             if problem is not None:
                 status, message = problem
                 await JSONResponse(
@@ -65,18 +60,6 @@ class _Bound:
                 return
         scope[self.key] = self.sample_id
         await self.app(scope, receive, send)
-
-
-def _head_problem(scope: Scope) -> tuple[int, str] | None:
-    """As ``http.server``: a request target over 64 KiB is 414; over 100 headers, or a head over the limit, 431."""
-    headers = scope["headers"]
-    if len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"") > MAX_LINE_BYTES:
-        return 414, "the request target is too long"
-    if len(headers) > MAX_HEADERS:
-        return 431, "too many request headers"
-    if sum(len(name) + len(value) for name, value in headers) > MAX_HEAD_BYTES:
-        return 431, "the request headers are too large"
-    return None
 
 
 class Listener:

@@ -26,7 +26,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
@@ -143,6 +143,25 @@ class SampleSpec(BaseModel):
         return labels
 
 
+class SandboxNaming(Protocol):
+    """What names and labels a sandbox's resources: a :class:`SampleSpec`, or an Inspect session's spec
+    (:mod:`runner.sandbox.docker.session`)."""
+
+    @property
+    def sample_id(self) -> str:
+        """Unique within a run: the ``ispm.sample`` label and the prefix of the sandbox's names."""
+        ...
+
+    @property
+    def output_bytes(self) -> int:
+        """Size of ``/output``."""
+        ...
+
+    def labels(self) -> dict[str, str]:
+        """The labels on every resource the sandbox makes."""
+        ...
+
+
 class SweepReport(BaseModel):
     """What a sweep removed (and what it could not)."""
 
@@ -253,7 +272,7 @@ def scratch_root() -> Path:
     return Path(tempfile.gettempdir()) / "ispm-sandbox"
 
 
-def make_sample_dir(spec: SampleSpec) -> Path:
+def make_sample_dir(spec: SandboxNaming) -> Path:
     """A fresh per-sample host directory under this process's scratch folder (0755: the agent must read it)."""
     mine = scratch_root() / _scratch_name(os.getpid())
     if not mine.is_dir():

@@ -65,8 +65,11 @@ def try_sample(
     replay_dir: Path | None = None,
     command: list[str] | None = None,
     gateway: Gateway | None = None,
+    run_id: str = "try",
 ) -> SampleOutput:
-    """Run one sample (epoch 1, run ``try``) of ``task_id`` with ``image`` and return what was collected.
+    """Run one sample (epoch 1, run ``run_id``) of ``task_id`` with ``image`` and return what was collected.
+
+    ``run_id`` names and labels (``ispm.run``) the sample's resources: a board's smoke test names its board.
 
     With ``gateway``, the agent reaches it through the sandbox's gateway path with a fresh per-sample token.
 
@@ -80,7 +83,7 @@ def try_sample(
         raise TaskError(f"no task {task_id!r}; see `ispm tasks list`")
     spec = SampleSpec(
         task_id=task.id,
-        run_id="try",
+        run_id=run_id,
         image=resolve_image(image),
         command=command,
         task_files=agent_files(task, time_limit_seconds=int(time_limit_s)),

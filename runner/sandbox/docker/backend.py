@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import docker.errors
-from docker.types import LogConfig, Mount
+from docker.types import Mount
 from tenacity import Retrying, retry_if_result, stop_after_attempt, wait_fixed
 
 from runner import log
@@ -31,7 +31,7 @@ from runner.sandbox.backend import (
     write_task_dir,
 )
 from runner.sandbox.collect import AgentEnd, build_output
-from runner.sandbox.docker import engine, volume
+from runner.sandbox.docker import engine, lockdown, volume
 from runner.sandbox.docker.engine import ENGINE_ERRORS, engine_errors, name_part
 from runner.sandbox.docker.held import HeldLayout, find_init
 from runner.sandbox.docker.keeper import KeeperLayout
@@ -181,21 +181,15 @@ class DockerBackend(Backend[DockerSample]):
             env |= gateway_env(spec.gateway_token.get_secret_value(), spec.gateway_model)
         env |= spec.env
         with engine_errors("cannot create the container", spec.sample_id):
-            host_config = self.api.create_host_config(
+            host_config = lockdown.host_config(
+                self.api,
                 mounts=mounts,
-                tmpfs={"/tmp": f"rw,nosuid,nodev,noexec,size={spec.tmp_bytes},mode=1777"},
-                read_only=True,
-                cap_drop=["ALL"],
-                security_opt=["no-new-privileges"],
-                init=plan.engine_init,
-                network_mode="none",
-                ipc_mode="private",
-                shm_size=16 * 1024**2,
-                pids_limit=spec.pids,
-                mem_limit=spec.memory_bytes,
-                memswap_limit=spec.memory_bytes,
-                nano_cpus=int(spec.cpus * 1e9),
-                log_config=LogConfig(type=plan.log_driver),
+                tmpfs={"/tmp": lockdown.tmpfs_options(spec.tmp_bytes)},
+                pids=spec.pids,
+                memory_bytes=spec.memory_bytes,
+                cpus=spec.cpus,
+                engine_init=plan.engine_init,
+                log_driver=plan.log_driver,
             )
             created = self.api.create_container(
                 spec.image,

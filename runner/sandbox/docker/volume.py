@@ -15,14 +15,14 @@ from typing import Any
 import docker.errors
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_incrementing
 
-from runner.sandbox.backend import SampleSpec
+from runner.sandbox.backend import SandboxNaming
 from runner.sandbox.docker.engine import ENGINE_ERRORS, engine_errors, name_part
 
 AGENT_UID = 10001
 """The uid the agent runs as, and the owner of its ``/output``."""
 
 
-def create(api: Any, spec: SampleSpec) -> tuple[str, Path | None]:
+def create(api: Any, spec: SandboxNaming) -> tuple[str, Path | None]:
     """Make the sample's ``/output`` volume: its name, and its mount point on the host if the engine says.
 
     Raises:

@@ -1,0 +1,148 @@
+"""Judge slots for an Inspect run: an Inspect model role with our rubrics and prompt, or the offline ``ref`` judge.
+
+A model role's judge asks exactly what :class:`~runner.grading.judge.LLMJudge` asks (``build_messages``: the six
+rubrics, the fenced agent text) and reads the reply with the same parser; a reply that does not parse, is cut
+short or is refused is asked again up to ``max_attempts`` calls, then every dimension abstains with the reason,
+as under ``ispm run``. Inspect's model client makes the call, with its own retries.
+
+Grading (:func:`runner.grading.grade.grade_sample`) is synchronous and runs on a worker thread; a model judge's
+``judge`` hops back to the event loop for each call.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+
+import anyio.from_thread
+from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, GenerateConfig, Model, get_model
+
+from runner.grading.grades import Dimension, Grade
+from runner.grading.judge import (
+    DEFAULT_MAX_TOKENS,
+    Judge,
+    JudgeFailure,
+    JudgeInput,
+    JudgeOutputError,
+    JudgeVote,
+    build_messages,
+    dimensions_for,
+    excerpt,
+    parse_reply,
+)
+from runner.grading.reference_judge import REFERENCE_ALIAS, ReferenceJudge
+from runner.grading.rubric import RubricSet
+
+DEFAULT_JUDGES = ("judge_a", "judge_b")
+"""The model roles the two judge slots come from unless the task is told otherwise."""
+
+
+def is_reference(slot: str) -> bool:
+    """``ref`` and ``ref#N`` name the offline reference judge; anything else a model role."""
+    return slot == REFERENCE_ALIAS or slot.startswith(f"{REFERENCE_ALIAS}#")
+
+
+class RoleJudge:
+    """A judge slot filled by the model an Inspect model role is bound to."""
+
+    def __init__(self, role: str, model: Model, rubrics: RubricSet, *, max_attempts: int = 3) -> None:
+        """Judge with ``model``, recorded under the alias ``<role>:<model>``."""
+        self.model = model
+        self.alias = f"{role}:{model}"
+        self.requested_model: str | None = str(model)
+        self.rubrics = rubrics
+        self.max_attempts = max_attempts
+
+    def judge(self, item: JudgeInput) -> list[JudgeVote]:
+        """One vote per dimension of ``item``'s task; called on a worker thread of the event loop."""
+        return anyio.from_thread.run(self.ask, item)
+
+    async def ask(self, item: JudgeInput) -> list[JudgeVote]:
+        """As :meth:`judge`, on the event loop: never raises for a bad reply or a failed call."""
+        dims = dimensions_for(item.task)
+        messages: list[ChatMessage] = [
+            ChatMessageSystem(content=m["content"]) if m["role"] == "system" else ChatMessageUser(content=m["content"])
+            for m in build_messages(item, self.rubrics, secrets.token_hex(12))
+        ]
+        config = GenerateConfig(temperature=0, max_tokens=DEFAULT_MAX_TOKENS)
+        spent = {"input_tokens": 0, "output_tokens": 0, "latency_s": 0.0, "attempts": 0}
+        returned: str | None = None
+        reason = "no attempt was made"
+        failure: JudgeFailure = "error"
+        while spent["attempts"] < self.max_attempts:
+            spent["attempts"] += 1
+            try:
+                output = await self.model.generate(messages, config=config)
+            except Exception as exc:  # the provider failed past Inspect's own retries: abstain, as LLMJudge does
+                reason, failure = f"provider error: {excerpt(str(exc), 400)}", "error"
+                break
+            if output.usage is not None:
+                spent["input_tokens"] += output.usage.input_tokens
+                spent["output_tokens"] += output.usage.output_tokens
+            spent["latency_s"] += output.time or 0.0
+            returned = output.model or returned
+            if output.stop_reason == "content_filter":
+                reason, failure = "the model refused (content_filter)", "refused"
+                continue
+            if output.stop_reason in ("max_tokens", "model_length"):
+                reason, failure = f"the reply was truncated ({output.stop_reason})", "malformed"
+                continue
+            try:
+                grades = parse_reply(output.completion, dims)
+            except JudgeOutputError as exc:
+                reason, failure = (
+                    f"malformed reply: {exc}; the reply began: {excerpt(output.completion)!r}",
+                    "malformed",
+                )
+                continue
+            return [self._vote(item, d, g.grade, g.rationale, returned, spent) for d, g in grades.items()]
+        why = f"abstained after {spent['attempts']} call(s): {reason}"
+        return [self._vote(item, d, "abstain", why, returned, spent, failure) for d in dims]
+
+    def _vote(
+        self,
+        item: JudgeInput,
+        dim: Dimension,
+        grade: Grade,
+        why: str,
+        returned: str | None,
+        spent: dict[str, float],
+        failure: JudgeFailure | None = None,
+    ) -> JudgeVote:
+        return JudgeVote.cast(
+            self,
+            item.task.id,
+            item.epoch,
+            dim,
+            grade,
+            why,
+            rubrics=self.rubrics,
+            returned_model=returned,
+            failure=failure,
+            input_tokens=int(spent["input_tokens"]),
+            output_tokens=int(spent["output_tokens"]),
+            latency_s=spent["latency_s"],
+            attempts=int(spent["attempts"]),
+        )
+
+
+def make_judges(slots: Sequence[str], rubrics: RubricSet) -> list[Judge]:
+    """A judge per slot, inside a running sample: ``ref``/``ref#N`` offline, anything else a bound model role.
+
+    Raises:
+        ValueError: a slot names a model role the eval did not bind (``--model-role judge_a=provider/model``).
+    """
+    judges: list[Judge] = []
+    for slot in slots:
+        if is_reference(slot):
+            judges.append(ReferenceJudge(slot, rubrics=rubrics))
+            continue
+        try:
+            model = get_model(role=slot, required=True)
+        except Exception as exc:  # Inspect raises its own error for an unbound role
+            raise ValueError(
+                f"judge slot {slot!r} is a model role that is not bound: pass --model-role {slot}=provider/model, "
+                f"or use the offline judge with -T judges=ref,ref#2 ({exc})"
+            ) from exc
+        judges.append(RoleJudge(slot, model, rubrics))
+    return judges

@@ -1,0 +1,120 @@
+"""Pages are rendered once per change, not per request: many requests share one render, a publish shows after
+the next check and a cancel here on the very next request, and a run's progress does not re-render the
+leaderboard.
+
+The board's real app in process (Starlette over ASGI) on a real SQLite database; the published run is the
+session's gold calibration run, copied.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from board_fixtures import board_in_process
+from sqlalchemy import update
+from starlette.testclient import TestClient
+
+from runner.board.app import create_app
+from runner.board.db import Submission, Token, utcnow
+from runner.board.pagecache import PageCache
+from runner.board.tokens import create_token
+from runner.record.model import RunRecord
+
+RECHECK_S = PageCache().recheck_s
+
+
+@pytest.fixture()
+def board(tmp_path: Path) -> Iterator[tuple[Any, TestClient]]:
+    ctx = board_in_process(tmp_path / "data", candidates=["openai/cand"])
+    with TestClient(create_app(ctx)) as client:
+        yield ctx, client
+    ctx.engine.dispose()
+
+
+def _renders(client: TestClient) -> int:
+    cache: PageCache = client.app.state.page_cache  # type: ignore[attr-defined]
+    return cache.renders
+
+
+def _add(ctx: Any, state: str, *, run_dir: Path | None = None, run_id: str | None = None) -> int:
+    now = utcnow()
+    with ctx.sessions() as session, session.begin():
+        token = Token(submitter="t", token_sha256=os.urandom(32).hex(), created_at=now, open_limit=9)
+        session.add(token)
+        session.flush()
+        sub = Submission(
+            token_id=token.id, display_name=f"in {state}", candidate="openai/cand", links=[], state=state,
+            upload_sha256="0" * 64, upload_bytes=0, image_id="", image_tag="", worker=None, run_id=run_id,
+            run_dir=None if run_dir is None else str(run_dir), samples_done=0, samples_planned=0,
+            created_at=now, updated_at=now, published_at=now if state == "published" else None,
+        )  # fmt: skip
+        session.add(sub)
+        session.flush()
+        return int(sub.id)
+
+
+def test_many_requests_to_both_leaderboard_routes_share_one_render(board: tuple[Any, TestClient]) -> None:
+    _, client = board
+    pages = {client.get(path).text for path in ["/", "/leaderboard"] * 10}
+    assert (len(pages), _renders(client)) == (1, 1)
+
+
+def test_a_publish_shows_at_the_next_check_and_renders_once(
+    board: tuple[Any, TestClient], gold_run: Path, tmp_path: Path
+) -> None:
+    ctx, client = board
+    client.get("/")
+    run_dir = shutil.copytree(gold_run, tmp_path / "published-run")
+    run_id = RunRecord.model_validate_json((run_dir / "record.json").read_text()).run_id
+    _add(ctx, "published", run_dir=run_dir, run_id=run_id)
+    time.sleep(RECHECK_S + 0.1)
+    deadline = time.monotonic() + 10
+    while f"/runs/{run_id}" not in client.get("/").text:  # the old page is served while the check runs
+        assert time.monotonic() < deadline, "the publish never showed"
+        time.sleep(0.05)
+    shown = [client.get("/").text for _ in range(5)]
+    assert all(f"/runs/{run_id}" in page for page in shown)
+    assert _renders(client) == 2
+
+
+def test_a_cancel_through_the_api_shows_on_the_very_next_request(board: tuple[Any, TestClient]) -> None:
+    ctx, client = board
+    with ctx.sessions() as session:
+        secret = create_token(session, "owner", open_limit=2)
+    with ctx.sessions() as session, session.begin():
+        token_id = session.query(Token.id).filter(Token.submitter == "owner").scalar()
+    sub_id = _add(ctx, "queued")
+    with ctx.sessions() as session, session.begin():
+        session.execute(update(Submission).where(Submission.id == sub_id).values(token_id=token_id))
+    assert 'id="not-published"' not in client.get("/").text
+    cancelled = client.delete(f"/api/v1/submissions/{sub_id}", headers={"authorization": f"Bearer {secret}"})
+    assert cancelled.status_code == 200
+    assert f'<a href="/submissions/{sub_id}">{sub_id}</a>' in client.get("/").text
+
+
+def test_a_runs_progress_does_not_render_the_leaderboard_again(board: tuple[Any, TestClient]) -> None:
+    ctx, client = board
+    sub_id = _add(ctx, "running")
+    client.get("/")
+    for done in range(1, 4):
+        with ctx.sessions() as session, session.begin():
+            session.execute(
+                update(Submission).where(Submission.id == sub_id).values(samples_done=done, updated_at=utcnow())
+            )
+        time.sleep(RECHECK_S + 0.1)
+        client.get("/")
+    assert _renders(client) == 1
+
+
+def test_a_page_is_gzipped_for_a_client_that_accepts_it(board: tuple[Any, TestClient]) -> None:
+    _, client = board
+    plain = client.get("/", headers={"accept-encoding": "identity"})
+    zipped = client.get("/", headers={"accept-encoding": "gzip"})
+    assert (plain.headers.get("content-encoding"), zipped.headers["content-encoding"]) == (None, "gzip")
+    assert zipped.text == plain.text  # the client decodes it
