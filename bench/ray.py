@@ -126,7 +126,7 @@ def compare(
     ):
 
         def remote(spec: SampleSpec) -> SampleOutput:
-            return runner.run_sample(spec, with_gateway=False).output
+            return runner.run_sample(spec).output
 
         measure(remote, specs[: 2 * top], top)  # start and warm every worker process the nodes keep
         figures = {c: (Figures(), Figures()) for c in concurrency}

@@ -18,8 +18,6 @@ interpreter and the installed packages (PyInstaller among them). The executable 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import platform
 import shutil
@@ -34,7 +32,7 @@ from pydantic import BaseModel, ConfigDict
 
 from runner import log, paths
 from runner.errors import IspmError
-from runner.sandbox.images import run_logged
+from runner.sandbox.build import canonical_digest, file_entries, run_logged
 from runner.world.digest import file_sha256
 
 _log = log.get(__name__)
@@ -110,10 +108,6 @@ def source_files(root: Path = ROOT) -> list[Path]:
 
 def input_digest(root: Path = ROOT) -> str:
     """``sha256:<hex>`` over every source file (path, exec bit, content), the interpreter and the installed packages."""
-    entries = [
-        [p.relative_to(root).as_posix(), bool(p.stat().st_mode & 0o111), hashlib.sha256(p.read_bytes()).hexdigest()]
-        for p in source_files(root)
-    ]
     doc = {
         "scheme": DIGEST_SCHEME,
         "python": sys.version,
@@ -121,10 +115,9 @@ def input_digest(root: Path = ROOT) -> str:
         "pyinstaller": _pyinstaller_version(),
         # What PyInstaller freezes is what this environment holds, pinned by pyproject or not.
         "packages": sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions()),
-        "files": entries,
+        "files": file_entries(source_files(root), root),
     }
-    canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return canonical_digest(doc)
 
 
 def _pyinstaller_version() -> str:

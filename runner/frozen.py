@@ -49,6 +49,7 @@ def main() -> None:
         return
     if getattr(sys, "frozen", False):
         open_bundle()
+    # Here, not at the top: a child started as an interpreter (above) must not pay for the CLI's imports.
     from runner.cli import main as ispm
 
     ispm(prog_name="ispm")

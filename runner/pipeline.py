@@ -17,20 +17,24 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, closing, contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from runner import __version__, log
-from runner.errors import SandboxError
-from runner.grading.grade import GradingContext
-from runner.grading.judge import Judge, LLMJudge
-from runner.grading.reference_judge import REFERENCE_ALIAS, ReferenceJudge
+from runner.cluster.driver import RayRunner
+from runner.cluster.model import NodeExpectations
+from runner.cluster.probe import probe_candidate
+from runner.gateway.preflight import preflight
+from runner.gateway.server import Gateway
+from runner.grading.grade import GradingContext, make_judges
+from runner.grading.judge import Judge
 from runner.grading.rubric import RubricSet, load_rubrics
+from runner.grading.slots import is_reference
 from runner.paths import tasks_dir, world_dir
 from runner.record.build import build_record, write_record
 from runner.record.model import RECORD_NAME, RunRecord
@@ -52,16 +56,15 @@ from runner.run.journal import (
 )
 from runner.run.progress import Progress
 from runner.run.recordings import write_recordings
+from runner.run.sample_runner import HostRunner, SampleRunner
 from runner.run.scheduler import Outcome, RunPlan, StopRequest, execute
 from runner.run.spec import RunError, RunSpec
-from runner.sandbox.backend import Backend, SampleSpec
+from runner.sandbox.backend import Backend
+from runner.sandbox.images import engine_image_id, ensure_images
 from runner.sandbox.trial import make_backend, resolve_image
 from runner.tasks.load import load_tasks
 from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
 from runner.world import SNAPSHOT_NAME
-
-if TYPE_CHECKING:
-    from runner.gateway.server import Gateway
 
 LOG_NAME = "log.jsonl"
 REPLAY_DIR = "replay"
@@ -125,11 +128,6 @@ class RunResult(BaseModel):
         return lines
 
 
-def make_judges(aliases: tuple[str, str], rubrics: RubricSet) -> list[Judge]:
-    """A judge per slot: ``ref`` or ``ref#N`` is the offline reference judge, anything else an LLM judge."""
-    return [ReferenceJudge(a, rubrics=rubrics) if _is_reference(a) else LLMJudge(a, rubrics=rubrics) for a in aliases]
-
-
 class Preflight(BaseModel):
     """What preflight found: the model ids the wire returned and each model judge's dry run."""
 
@@ -159,19 +157,16 @@ def resolve_models(spec: RunSpec, ray_address: str | None = None) -> dict[str, s
         PreflightError: a key is missing, an alias is unknown, or a provider does not answer.
         ClusterError: the ``ray`` backend's cluster is unreachable or has no sandbox node.
     """
-    models = [a for a in spec.judges if not _is_reference(a)]
+    models = [a for a in spec.judges if not is_reference(a)]
     on_nodes = None
-    if spec.candidate and spec.calibration is None:
+    if spec.needed_model is not None:
         if spec.backend == "ray":
-            from runner.cluster.probe import probe_candidate
-
-            on_nodes = probe_candidate(ray_address or os.environ.get("RAY_ADDRESS"), spec.candidate)
+            on_nodes = probe_candidate(ray_address or os.environ.get("RAY_ADDRESS"), spec.needed_model)
         else:
-            models.insert(0, spec.candidate)
+            models.insert(0, spec.needed_model)
     resolved = {on_nodes.alias: on_nodes.returned_model or ""} if on_nodes is not None else {}
     if not models:
         return resolved
-    from runner.gateway.preflight import preflight
 
     return resolved | {m.alias: m.returned_model or "" for m in preflight(models)}
 
@@ -182,7 +177,7 @@ def dry_run(judges: Sequence[Judge], planned: int, rubrics: RubricSet) -> list[J
     Raises:
         JudgeDryRunError: a judge's reply did not parse, or it graded gold or null wrongly.
     """
-    models = [j for j in judges if not _is_reference(j.alias)]
+    models = [j for j in judges if not is_reference(j.alias)]
     if not models:
         return []
     tasks = {t.id: t for t in load_tasks(tasks_dir())}
@@ -209,10 +204,15 @@ def run_preflight(
     resolved = resolve_models(spec, ray_address) if probe else {}
     rubrics = load_rubrics()
     if planned is None:
-        planned = len(spec.tasks if spec.tasks is not None else load_tasks(tasks_dir())) * spec.epochs
+        planned = planned_samples(spec)
     return Preflight(
         resolved_models=resolved, judge_dry_runs=dry_run(make_judges(spec.judges, rubrics), planned, rubrics)
     )
+
+
+def planned_samples(spec: RunSpec) -> int:
+    """How many samples ``spec`` plans: its tasks (every task of the set without a filter) times its epochs."""
+    return len(spec.tasks if spec.tasks is not None else load_tasks(tasks_dir())) * spec.epochs
 
 
 def image_ids(spec: RunSpec) -> dict[str, str]:
@@ -224,15 +224,10 @@ def image_ids(spec: RunSpec) -> dict[str, str]:
     """
     if spec.backend == "local":
         return {}
-    from runner.sandbox.images import engine_image_id
 
     tag = resolve_image(spec.agent_image)
     found = engine_image_id(tag)
     return {tag: found} if found is not None else {}
-
-
-def _is_reference(alias: str) -> bool:
-    return alias == REFERENCE_ALIAS or alias.startswith(REFERENCE_ALIAS + "#")
 
 
 def new_run_id() -> str:
@@ -317,8 +312,7 @@ def resume_run(
         raise RunError(f"the world, tasks or rubrics changed since {run_dir} started; start a new run")
     _, graded = done_pairs(entries)
     spec = starts[0].spec
-    planned = len(spec.tasks if spec.tasks is not None else load_tasks(tasks_dir())) * spec.epochs - len(graded)
-    dry_runs = dry_run(make_judges(spec.judges, rubrics), planned, rubrics)
+    dry_runs = dry_run(make_judges(spec.judges, rubrics), planned_samples(spec) - len(graded), rubrics)
     started = starts[0].model_copy(
         update={
             "ts": now(),
@@ -367,74 +361,78 @@ def _go(
     if spec.calibration == "replay":
         replay_dir = write_recordings([tasks[t] for t in wanted], truths, folder / REPLAY_DIR)
     finished, graded = done_pairs(entries)
-    # What every plan of this run holds, wherever its samples run.
-    common: dict[str, Any] = {
-        "run_id": started.run_id,
-        "spec": spec,
-        "image": resolve_image(spec.agent_image),
-        "tasks": {t: tasks[t] for t in wanted},
-        "truths": truths,
-        "judges": make_judges(spec.judges, rubrics),
-        "world_file": world_dir() / SNAPSHOT_NAME,
-        "replay_dir": replay_dir,
-        "finished": finished,
-        "graded": graded,
-    }
-    if spec.backend == "ray":
-        return _go_on_cluster(folder, started, progress, ray_address, common, stop)
-    own_gateway = None
-    if gateway is None and spec.candidate and spec.calibration is None:
-        from runner.gateway.server import Gateway
-
-        # The agent reaches its model only through this host-side gateway, which also counts its tokens.
-        own_gateway = gateway = Gateway(spec.candidate)
-    runner = backend or make_backend(spec.backend)
-    try:
-        outcome = _execute(folder, started, progress, common, stop, backend=runner, gateway=gateway)
-    finally:
-        if backend is None:
-            runner.close()
-        if own_gateway is not None:
-            own_gateway.close()
-    return _finish(folder, outcome, write=not (stop is not None and stop.hands_off))
-
-
-def _execute(
-    folder: Path,
-    started: RunStarted,
-    progress: Progress | None,
-    common: dict[str, Any],
-    stop: StopRequest | None,
-    journaling: Callable[[Journal], AbstractContextManager[None]] | None = None,
-    **where: Any,
-) -> Outcome:
-    """Journal the start, run the plan (``common`` and where its samples run), and journal a completed end.
-
-    ``journaling``: what else journals while the plan runs (the cluster: the nodes it leaves out; it also stops the
-    run when every node is gone)."""
-    with Journal(folder / JOURNAL_NAME) as journal:
+    # Made before the journal opens: a judge that cannot be made (a key missing) leaves no trace of this start.
+    image, judges = resolve_image(spec.agent_image), make_judges(spec.judges, rubrics)
+    # The run's own stop request: a cluster makes it when every node it admitted is gone. A caller's request (a
+    # board's cancel) is passed on to it, the first reason winning, but is never set by the run: its owner reads it
+    # as its own stop.
+    request = StopRequest()
+    attempt = secrets.token_hex(8)  # this start or resume: labelled on its sandboxes, and naming its node agents
+    with (
+        stop.passed_on(request) if stop is not None else nullcontext(),
+        _sample_runner(started, attempt, backend, gateway, ray_address) as (runner, journaling),
+        Journal(folder / JOURNAL_NAME) as journal,
+    ):
         journal.append(started)
-        with journaling(journal) if journaling is not None else nullcontext():
-            plan = RunPlan(journal=journal, **common, **where)
-            outcome, used = execute(plan, used_s=started.used_s, progress=progress, stop=stop)
+        with journaling(journal, request):
+            plan = RunPlan(
+                run_id=started.run_id,
+                spec=spec,
+                image=image,
+                tasks={t: tasks[t] for t in wanted},
+                truths=truths,
+                runner=runner,
+                judges=judges,
+                world_file=world_dir() / SNAPSHOT_NAME,
+                journal=journal,
+                replay_dir=replay_dir,
+                finished=finished,
+                graded=graded,
+                attempt=attempt,
+            )
+            outcome, used = execute(plan, used_s=started.used_s, progress=progress, stop=request)
         if outcome == "completed":
             journal.append(RunFinished(used_s=round(used, 3)))
-    return outcome
+    return _finish(folder, outcome, write=not request.hands_off)
 
 
-def _go_on_cluster(
-    folder: Path,
+Journaling = Callable[[Journal, StopRequest], AbstractContextManager[None]]
+"""What a runner journals itself while the run journals (a cluster: the nodes it leaves out), given the run's stop
+request (a cluster stops the run when every node it admitted is gone)."""
+
+
+def _journals_nothing(journal: Journal, stop: StopRequest) -> AbstractContextManager[None]:
+    return nullcontext()
+
+
+@contextmanager
+def _sample_runner(
     started: RunStarted,
-    progress: Progress | None,
+    attempt: str,
+    backend: Backend[Any] | None,
+    gateway: Gateway | None,
     ray_address: str | None,
-    common: dict[str, Any],
-    stop: StopRequest | None = None,
-) -> RunResult:
-    # The driver keeps the journal, grading, judges and record; the cluster's nodes run the samples, each with
-    # its own model gateway and keys, so no gateway runs here.
-    from runner.cluster.driver import RayRunner
-    from runner.cluster.model import NodeExpectations
+) -> Iterator[tuple[SampleRunner, Journaling]]:
+    """Where the run's samples run, for the block: this host (``backend``, else the spec's, and ``gateway``, else
+    one of the run's own when it needs a model), or the cluster of the ``ray`` backend."""
+    spec = started.spec
+    if spec.backend == "ray":
+        # The driver keeps the journal, grading, judges and record; the cluster's nodes run the samples, each with
+        # its own model gateway and keys, so no gateway runs here.
+        with _cluster(started, attempt, ray_address) as cluster:
+            yield cluster, cluster.journaling
+        return
+    with ExitStack() as owned:  # what this run made for itself it closes, the backend first
+        if gateway is None and spec.needed_model is not None:
+            # The agent reaches its model only through this host-side gateway, which also counts its tokens.
+            gateway = owned.enter_context(closing(Gateway(spec.needed_model)))
+        if backend is None:
+            backend = owned.enter_context(closing(make_backend(spec.backend)))
+        yield HostRunner(backend, gateway), _journals_nothing
 
+
+@contextmanager
+def _cluster(started: RunStarted, attempt: str, ray_address: str | None) -> Iterator[RayRunner]:
     spec = started.spec
     expected = NodeExpectations(
         runner_version=started.runner_version,
@@ -445,46 +443,11 @@ def _go_on_cluster(
         candidate_model=started.resolved_models.get(spec.candidate or ""),
     )
     address = ray_address or os.environ.get("RAY_ADDRESS")
-    needs_model = spec.candidate if spec.candidate and spec.calibration is None else None
-    # The run's own stop request: the cluster makes it when every node it admitted is gone. A caller's request (a
-    # board's cancel) is passed on to it, the first reason winning, but is never set by the cluster: its owner
-    # reads it as its own stop.
-    request = StopRequest()
-    with stop.passed_on(request) if stop is not None else nullcontext():
-        cluster = RayRunner.connect(address, started.run_id, expected, candidate=needs_model)
-        try:
-            outcome = _execute(
-                folder,
-                started,
-                progress,
-                common,
-                request,
-                lambda journal: cluster.journaling(journal, request),
-                backend=_NoBackend(),
-                runner=cluster,
-            )
-        finally:
-            cluster.close()
-        return _finish(folder, outcome, write=not request.hands_off)
-
-
-class _NoBackend(Backend[Any]):
-    """The driver of a cluster run has no sandbox of its own: every phase is the nodes' (``plan.runner``)."""
-
-    name = "none"
-    isolates = True
-
-    def create(self, spec: SampleSpec) -> Any:
-        raise SandboxError("a cluster run's driver runs no sandbox", sample_id=spec.sample_id)
-
-    def run(self, handle: Any) -> Any:
-        raise SandboxError("a cluster run's driver runs no sandbox")
-
-    def collect(self, handle: Any, end: Any) -> Any:
-        raise SandboxError("a cluster run's driver runs no sandbox")
-
-    def remove(self, handle: Any) -> None:
-        raise SandboxError("a cluster run's driver runs no sandbox")
+    cluster = RayRunner.connect(address, started.run_id, expected, candidate=spec.needed_model, attempt=attempt)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
 
 
 def _finish(folder: Path, outcome: Outcome, *, write: bool = True) -> RunResult:
@@ -525,8 +488,6 @@ def run_calibration(
     """
     images: dict[str, str] = {}
     if build_images:
-        from runner.sandbox.images import ensure_images
-
         images = {ref.tag: ref.id for ref in ensure_images().values()}
     spec = calibration_spec(agent, epochs=epochs, concurrency=concurrency, tasks=tasks)
     return start_run(spec, run_dir, images=images, progress=progress)

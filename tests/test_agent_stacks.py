@@ -34,7 +34,7 @@ from runner.contract import Answer, SampleOutput
 from runner.gateway.model import ClientSettings
 from runner.gateway.server import Gateway, SampleUsage
 from runner.paths import tasks_dir
-from runner.sandbox import images
+from runner.sandbox import images, vendoring
 from runner.sandbox.backend import SampleSpec, gateway_link
 from runner.sandbox.docker import DockerBackend
 from runner.sandbox.images import ImageRef
@@ -382,7 +382,7 @@ def test_vendored_tags_follow_the_pins_not_the_downloads(tmp_path: Path, monkeyp
     monkeypatch.setattr(images, "images_dir", lambda: copy)
     monkeypatch.setattr(paths, "cache_dir", lambda: tmp_path / ".cache")  # so .cache/wheels/ is a scratch folder too
     before = images.expected_tags([])
-    cache = images.wheel_cache("agent-claude-code")
+    cache = vendoring.wheel_cache("agent-claude-code")
     cache.mkdir(parents=True)
     (cache / "claude_agent_sdk-0.2.189-py3-none-manylinux_2_17_x86_64.whl").write_bytes(b"not the pinned wheel")
     assert images.expected_tags([]) == before
@@ -400,13 +400,13 @@ def test_only_wheels_with_a_pinned_hash_count_as_fetched(tmp_path: Path) -> None
         f"# a comment\na==1 \\\n    --hash=sha256:{digest} \\\n    --hash=sha256:{alternative}\n"
         f"b==2 --hash=sha256:{'0' * 64}  # pinned too\n"
     )
-    assert images.pinned_requirements(requirements) == {"a==1": {digest, alternative}, "b==2": {"0" * 64}}
-    assert images.pinned_hashes(requirements) == {digest, alternative, "0" * 64}
-    assert images.missing_wheels(requirements, tmp_path / "absent") == {"a==1", "b==2"}
+    assert vendoring.pinned_requirements(requirements) == {"a==1": {digest, alternative}, "b==2": {"0" * 64}}
+    assert vendoring.pinned_hashes(requirements) == {digest, alternative, "0" * 64}
+    assert vendoring.missing_wheels(requirements, tmp_path / "absent") == {"a==1", "b==2"}
     (tmp_path / "a-1-py3-none-any.whl").write_bytes(stray)
-    assert images.missing_wheels(requirements, tmp_path) == {"a==1", "b==2"}
+    assert vendoring.missing_wheels(requirements, tmp_path) == {"a==1", "b==2"}
     (tmp_path / "renamed-anything.whl").write_bytes(pinned)  # one allowed wheel of a release is enough
-    assert images.missing_wheels(requirements, tmp_path) == {"b==2"}
+    assert vendoring.missing_wheels(requirements, tmp_path) == {"b==2"}
 
 
 @pytest.mark.parametrize("folder", ["claude-code", "openai-agents"])
@@ -417,5 +417,5 @@ def test_every_requirement_is_pinned_by_version_and_hash(folder: str) -> None:
     assert entries
     for entry in entries:
         assert re.fullmatch(r"[a-z0-9-]+==[0-9][0-9a-z.]*( +--hash=sha256:[0-9a-f]{64})+", entry), entry
-    pins = images.pinned_requirements(requirements)
+    pins = vendoring.pinned_requirements(requirements)
     assert len(pins) == len(entries) and all(len(digests) == 1 for digests in pins.values())

@@ -37,7 +37,8 @@ from runner.pipeline import make_judges
 from runner.record.model import RunRecord
 from runner.run.calibration import calibration_spec
 from runner.run.journal import Journal, RunInterrupted, RunStarted, SampleFinished, SampleGraded, read_entries
-from runner.run.scheduler import RanSample, RunPlan, StopRequest, execute
+from runner.run.sample_runner import HostRunner, RanSample
+from runner.run.scheduler import RunPlan, StopRequest, execute
 from runner.sandbox.backend import LABEL_ATTEMPT, SampleSpec
 from runner.sandbox.docker import DockerBackend
 from runner.tasks.load import load_tasks
@@ -138,12 +139,12 @@ class BlockingRunner:
         self.swept: list[tuple[str, str | None]] = []
         self.let_go = threading.Event()
 
-    def run_sample(self, spec: SampleSpec, *, with_gateway: bool) -> RanSample:
+    def run_sample(self, spec: SampleSpec) -> RanSample:
         self.attempts.add(spec.attempt)
         self.started.release()
         self.let_go.wait(60)
         output = SampleOutput(task_id=spec.task_id, epoch=spec.epoch, status="sandbox_error", error="ended")
-        return RanSample(output, None)
+        return RanSample(output=output)
 
     def sweep(self, run_id: str, *, attempt: str | None = None) -> None:
         self.swept.append((run_id, attempt))
@@ -160,9 +161,9 @@ def test_a_stop_request_ends_the_run_like_ctrl_c_or_hands_off(tmp_path: Path, ha
     with Journal(journal_path) as journal:
         plan = RunPlan(
             run_id="r-stop", spec=spec, image="ispm/agent-replay:x",
-            tasks={t: BY_ID[t] for t in TASKS}, truths=TRUTH, backend=None,  # type: ignore[arg-type]
+            tasks={t: BY_ID[t] for t in TASKS}, truths=TRUTH, runner=runner,
             judges=make_judges(spec.judges, load_rubrics()), world_file=world_dir() / SNAPSHOT_NAME,
-            journal=journal, runner=runner,
+            journal=journal,
         )  # fmt: skip
         run = threading.Thread(target=lambda: ended.append(execute(plan, stop=stop)))
         run.start()
@@ -220,7 +221,7 @@ def test_a_hands_off_stop_ends_its_own_attempts_sandboxes_and_spares_the_new_hol
     def start(name: str, journal: Journal) -> None:
         plan = RunPlan(
             run_id=run_id, spec=spec, image=sleeping_image, tasks={t: BY_ID[t] for t in TASKS[:1]}, truths=TRUTH,
-            backend=backend, judges=make_judges(spec.judges, load_rubrics()), world_file=world_dir() / SNAPSHOT_NAME,
+            runner=HostRunner(backend), judges=make_judges(spec.judges, load_rubrics()), world_file=world_dir() / SNAPSHOT_NAME,
             journal=journal,
         )  # fmt: skip
         threads[name] = threading.Thread(target=lambda: ended.update({name: execute(plan, stop=stops[name])}))

@@ -3,7 +3,8 @@
 
 Each stage is imported in a fresh interpreter (every module of it), and the test looks at which packages that
 pulled in. A second test reads every module's imports, function-level ones included, so a lazy import cannot hide a
-leak either.
+leak either. A third reads the same imports (function-level and ``TYPE_CHECKING`` ones alike) as a graph of the
+project's modules and finds every circle in it.
 """
 
 from __future__ import annotations
@@ -128,3 +129,74 @@ def test_a_run_and_its_record_meet_only_in_the_pipeline() -> None:
     }
     assert {where: found for where, found in crossing.items() if found} == {}
     assert {"runner.run", "runner.record"} <= runner_imports(RUNNER / "pipeline.py")
+
+
+def module_name(path: Path) -> str:
+    """The dotted name of the runner module at ``path`` (a package is its ``__init__``)."""
+    parts = path.relative_to(RUNNER.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def project_imports(path: Path, modules: frozenset[str]) -> set[str]:
+    """The project modules ``path`` imports anywhere in its code: ``from runner.x import y`` counts as importing
+    ``runner.x.y`` when that is a module, else ``runner.x``."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found |= {
+                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module for a in node.names
+            }
+    return found & modules
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every runner module and the runner modules it imports (itself left out)."""
+    paths = {module_name(path): path for path in sorted(RUNNER.rglob("*.py"))}
+    modules = frozenset(paths)
+    return {name: project_imports(path, modules) - {name} for name, path in paths.items()}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The modules of each import circle in ``graph``, sorted: its strongly connected parts of more than one module
+    (Tarjan's algorithm, iterative: no recursion limit to meet)."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in order:
+            continue
+        walk = [(root, iter(sorted(graph[root])))]
+        order[root] = low[root] = len(order)
+        stack.append(root)
+        while walk:
+            node, onward = walk[-1]
+            step = next((n for n in onward if n not in order or n in stack), None)
+            if step is not None and step not in order:
+                order[step] = low[step] = len(order)
+                stack.append(step)
+                walk.append((step, iter(sorted(graph[step]))))
+                continue
+            if step is not None:
+                low[node] = min(low[node], order[step])
+                continue
+            walk.pop()
+            if walk:
+                low[walk[-1][0]] = min(low[walk[-1][0]], low[node])
+            if low[node] == order[node]:
+                part = stack[stack.index(node) :]
+                del stack[stack.index(node) :]
+                if len(part) > 1:
+                    found.append(sorted(part))
+    return sorted(found)
+
+
+def test_the_circle_finder_names_every_module_of_each_circle_and_nothing_else() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": {"e"}, "e": {"d"}, "f": {"a"}}
+    assert circles(graph) == [["a", "b", "c"], ["d", "e"]]
+
+
+def test_no_runner_module_imports_itself_back_through_others() -> None:
+    assert circles(import_graph()) == []

@@ -40,7 +40,7 @@ from runner.paths import tasks_dir, world_dir
 from runner.pipeline import resume_run, start_run
 from runner.record.audit import audit
 from runner.record.build import build_record, load_record
-from runner.record.health import CandidateHealth
+from runner.record.model import CandidateHealth
 from runner.record.report import REPORT_NAME
 from runner.run.calibration import CALIBRATION_JUDGES
 from runner.run.dry_run import JudgeDryRunError, dry_run_judges, load_calibration_set
@@ -54,7 +54,7 @@ from runner.run.journal import (
     read_entries,
 )
 from runner.run.progress import PlainProgress, duration
-from runner.run.scheduler import plan
+from runner.run.scheduler import planned_pairs
 from runner.run.spec import Digests, RunSpec
 from runner.world import SNAPSHOT_NAME
 
@@ -194,7 +194,7 @@ def test_a_judge_breaking_after_20_samples_stops_the_run_and_resume_completes_it
     _, state = judges
     run_dir = tmp_path / "run"
     spec = judged_spec(RUN_TASKS, epochs=4)  # 32 samples, K = 10 (the default)
-    order = plan(RUN_TASKS, 4)
+    order = planned_pairs(RUN_TASKS, 4)
     first = GoldBackend(lambda n: state.broken.add("judge-a") if n == 21 else None)
     result = start_run(spec, run_dir, backend=first, images={})
 
@@ -280,7 +280,7 @@ def test_a_candidate_answering_401_stops_the_run_early(monkeypatch: pytest.Monke
         result = start_run(spec, tmp_path / "run", backend=backend, images={})
         agent_requests = [s for s in fake.seen if "Investigate." in str(s.body)]
     assert result.outcome == "stopped"
-    assert backend.ran == plan(RUN_TASKS, 1)[:3] and len(backend.statuses) == 3
+    assert backend.ran == planned_pairs(RUN_TASKS, 1)[:3] and len(backend.statuses) == 3
     assert all(status >= 400 for status in backend.statuses)  # how the gateway relays a 401 is its own business
     assert len(agent_requests) == 3
     record = result.record

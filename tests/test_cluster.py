@@ -31,7 +31,8 @@ from loopback_cluster import LOOPBACK, environment, loopback_cluster
 
 from runner import __version__
 from runner.cluster import SANDBOX_RESOURCE
-from runner.cluster.driver import RayRunner, connected, stage_image
+from runner.cluster.connection import connected
+from runner.cluster.driver import RayRunner, stage_image
 from runner.cluster.model import ClusterError, NodeExpectations
 from runner.gateway.preflight import PreflightError, preflight
 from runner.paths import tasks_dir
@@ -303,9 +304,9 @@ def test_the_sample_limit_holds_on_the_node(nodes: Nodes) -> None:
     )
     with RayRunner.connect(nodes.address, spec.run_id, _expectations({}), candidate=None) as cluster:
         started = time.monotonic()
-        ran = cluster.run_sample(spec, with_gateway=False)
+        ran = cluster.run_sample(spec)
         took = time.monotonic() - started
-    assert ran.output.status == "timeout" and ran.node in nodes.worker_ids() and ran.attempts == ()
+    assert ran.output.status == "timeout" and ran.node in nodes.worker_ids() and ran.lost_tries == ()
     assert 2.0 <= ran.output.timings.agent < 10.0 and took < 30.0
     assert containers_of(spec.run_id) == []
 

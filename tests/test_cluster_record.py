@@ -1,7 +1,7 @@
 """What the ``ray`` backend adds to a run, without a cluster: node checks, where samples ran, lost and duplicate
 attempts in the journal and the record, and official runs on a cluster.
 
-The scheduler runs here with an in-process :class:`~runner.run.scheduler.SampleRunner` standing in for the cluster;
+The scheduler runs here with an in-process :class:`~runner.run.sample_runner.SampleRunner` standing in for the cluster;
 the real cluster is tests/test_cluster.py.
 """
 
@@ -32,7 +32,8 @@ from runner.run.journal import (
     SampleFinished,
     read_entries,
 )
-from runner.run.scheduler import RanSample, RunPlan, execute
+from runner.run.sample_runner import RanSample
+from runner.run.scheduler import RunPlan, execute
 from runner.run.spec import RunError, RunSpec, official
 from runner.sandbox.backend import SampleSpec
 from runner.tasks.load import load_tasks
@@ -139,7 +140,7 @@ class FlakyCluster:
         self.swept: list[str] = []
         self._lock = threading.Lock()
 
-    def run_sample(self, spec: SampleSpec, *, with_gateway: bool) -> RanSample:
+    def run_sample(self, spec: SampleSpec) -> RanSample:
         with self._lock:
             self.ran.append(spec.sample_id)
         task = BY_ID[spec.task_id]
@@ -147,7 +148,7 @@ class FlakyCluster:
             task_id=spec.task_id, epoch=spec.epoch, status="ok", answer=gold_answer(task, TRUTH[task.id])
         )
         lost = (SampleAttempt(node="n-dead", outcome="lost", detail="NodeDiedError"),)
-        return RanSample(output, None, "n-live", lost if spec.task_id == "ispm-002" else ())
+        return RanSample(output=output, node="n-live", lost_tries=lost if spec.task_id == "ispm-002" else ())
 
     def sweep(self, run_id: str, *, attempt: str | None = None) -> None:
         self.swept.append(run_id)
@@ -165,7 +166,6 @@ def _run(tmp_path: Path, cluster: FlakyCluster) -> Path:
             image="ispm/agent-replay:x",
             tasks={t: BY_ID[t] for t in TASKS},
             truths=TRUTH,
-            backend=None,  # type: ignore[arg-type]  # a cluster plan never touches it
             judges=make_judges(spec.judges, load_rubrics()),
             world_file=world_dir() / SNAPSHOT_NAME,
             journal=journal,

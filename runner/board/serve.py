@@ -96,7 +96,7 @@ def _cluster(config: BoardConfig) -> AbstractContextManager[None]:
     """The board's one connection to its Ray cluster, shared by every worker thread's runs (Ray's is per process)."""
     if config.backend != "ray":
         return nullcontext()
-    from runner.cluster.driver import connected  # Ray is an optional extra: imported only for a ray board
+    from runner.cluster.connection import connected  # Ray is an optional extra: imported only for a ray board
 
     return connected(config.ray_address or os.environ.get("RAY_ADDRESS"))
 

@@ -36,6 +36,7 @@ def analytics_command(
 
     Example: ispm analytics runs/* --query diff --run-a RUN1 --run-b RUN2
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.record.model import RECORD_NAME
     from runner.record.store import QUERIES, AnalyticsError, export_parquet, load_summaries, open_store, run_query
 

@@ -29,6 +29,7 @@ def serve_command(config: Path, host: str, port: int, workers: int) -> None:
 
     Example: ispm board serve board.yaml --port 8640
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.board.serve import serve_board
 
     serve_board(config, host=host, port=port, workers=workers)
@@ -51,6 +52,7 @@ def token_create_command(config: Path, submitter: str, valid_days: float | None)
 
     Example: ispm board token create board.yaml alice --valid-days 30
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.board.serve import create_board_token
 
     click.echo(create_board_token(config, submitter, valid_days=valid_days))
@@ -64,6 +66,7 @@ def token_list_command(config: Path, as_json: bool) -> None:
 
     Example: ispm board token list board.yaml
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.board.serve import list_board_tokens
     from runner.board.tokens import token_lines
 
@@ -83,6 +86,7 @@ def token_revoke_command(config: Path, token_id: int) -> None:
 
     Example: ispm board token revoke board.yaml 3
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.board.serve import revoke_board_token
 
     revoked = revoke_board_token(config, token_id)
@@ -98,6 +102,7 @@ def board_cancel_command(config: Path, submission_id: int, why: str | None) -> N
 
     Example: ispm board cancel board.yaml 3 --reason "abusive image"
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.board.serve import cancel_as_admin
 
     click.echo(cancel_as_admin(config, submission_id, why=why))
@@ -136,6 +141,7 @@ def submit(
     ]
     if missing:
         raise click.UsageError(f"missing {', '.join(missing)}")
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.board.client import submit_with_progress
 
     assert board_url and agent_image and candidate and name  # checked above
@@ -153,6 +159,7 @@ def status_command(submission_id: int, board: str, watch: bool, as_json: bool) -
 
     Example: ispm submit status 3 --board https://board.example --watch
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.board.client import status_line, submission_status, watch_submission
 
     if watch:
@@ -174,6 +181,7 @@ def cancel_command(submission_id: int, board: str) -> None:
 
     Example: ispm submit cancel 3 --board https://board.example
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.board.client import cancel_submission, status_line
 
     click.echo(status_line(cancel_submission(board, submission_id)))
@@ -209,6 +217,7 @@ def verify_command(
 
     Example: ispm verify run.tar.gz --key board.pub
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.record.verify import verify
 
     report = verify(bundle, key_path, statement_path=statement_path, signature_path=signature_path)

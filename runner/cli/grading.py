@@ -6,8 +6,10 @@ from pathlib import Path
 
 import click
 
+from runner.cli.judges import judge_option
 from runner.cli.output import json_option, print_json, print_json_lines
-from runner.paths import world_dir
+from runner.paths import tasks_dir, world_dir
+from runner.world import SNAPSHOT_NAME
 
 
 @click.command("coverage")
@@ -31,6 +33,7 @@ def coverage_command(witness_path: Path, agent_path: Path, as_json: bool) -> Non
 
     Example: ispm coverage --witness witness.sql --agent agent.sql --json
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.grading.coverage import SqlSchema, coverage_from_files
     from runner.world.generate import all_tables
 
@@ -67,6 +70,7 @@ def consensus_command(votes: Path, as_json: bool) -> None:
 
     Example: ispm consensus votes.jsonl --json
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from collections import Counter
 
     from runner.grading.consensus import consensus_from_jsonl
@@ -90,6 +94,7 @@ def rubrics_command(as_json: bool) -> None:
 
     Example: ispm rubrics --json
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.grading.rubric import load_rubrics
 
     rubrics = load_rubrics()
@@ -104,30 +109,22 @@ def rubrics_command(as_json: bool) -> None:
 
 @click.command("grade")
 @click.argument("sample_path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--judge",
-    "judges",
-    multiple=True,
-    default=("ref",),
-    show_default=True,
-    help="A judge slot: ref, or provider/model (keys from the environment). Repeat for two slots.",
-)
+@judge_option(default=("ref",))
 @json_option("Print the whole sample grade as JSON.")
 def grade_command(sample_path: Path, judges: tuple[str, ...], as_json: bool) -> None:
     """Grade one collected sample (a SampleOutput JSON file): replay, entities, coverage, judges.
 
-    Example: ispm grade sample.json --judge ref --judge openai/gpt-4.1 --json
+    Judges take the slots of ispm run, so a sample is regraded as its run graded it (keys from the environment).
+
+    Example: ispm grade sample.json --judge ref#1 --judge openai/gpt-4.1 --json
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from pydantic import ValidationError
 
     from runner.contract import SampleOutput
-    from runner.grading.grade import GradingContext, grade_sample
-    from runner.grading.judge import Judge, LLMJudge
-    from runner.grading.reference_judge import ReferenceJudge
-    from runner.paths import tasks_dir
+    from runner.grading.grade import GradingContext, grade_sample, make_judges
     from runner.tasks.load import load_tasks
     from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
-    from runner.world import SNAPSHOT_NAME
 
     try:
         sample = SampleOutput.model_validate_json(sample_path.read_bytes())
@@ -138,10 +135,7 @@ def grade_command(sample_path: Path, judges: tuple[str, ...], as_json: bool) -> 
     if sample.task_id not in tasks or sample.task_id not in truth:
         raise click.ClickException(f"{sample_path}: unknown task {sample.task_id}")
     with GradingContext(world_dir() / SNAPSHOT_NAME) as context:
-        slots: list[Judge] = [
-            ReferenceJudge(j, rubrics=context.rubrics) if j == "ref" else LLMJudge(j, rubrics=context.rubrics)
-            for j in judges
-        ]
+        slots = make_judges(judges, context.rubrics)
         task = tasks[sample.task_id]
         result = grade_sample(task, truth[sample.task_id], sample, slots, sample.epoch, context=context)
     if as_json:

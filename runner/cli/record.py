@@ -18,6 +18,7 @@ def audit_command(target: Path, as_json: bool) -> None:
 
     Example: ispm audit runs/<run-id>
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.record.audit import audit
 
     report = audit(target)
@@ -50,6 +51,7 @@ def report_command(run_dir: Path, out: Path | None) -> None:
 
     Example: ispm report runs/<run-id> --out /tmp/report.html
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.record.report import write_report
 
     path = write_report(run_dir, out=out)
@@ -73,6 +75,7 @@ def leaderboard_command(run_dirs: tuple[Path, ...], out: Path) -> None:
 
     Example: ispm leaderboard runs/* --out leaderboard.html
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.record.leaderboard import write_leaderboard
 
     path, rows = write_leaderboard(list(run_dirs), out)
@@ -94,6 +97,7 @@ def bundle_command(run_dir: Path, out: Path | None) -> None:
 
     Example: ispm bundle runs/<run-id> -o submission.tar.gz
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.record.bundle import bundle, default_bundle_path
 
     path = bundle(run_dir, out or default_bundle_path(run_dir))

@@ -7,7 +7,10 @@ from typing import TYPE_CHECKING
 
 import click
 
+from runner.cli.judges import JUDGE_HELP, judge_option
 from runner.cli.output import json_option, print_json
+from runner.grading.slots import is_reference
+from runner.paths import tasks_dir
 
 if TYPE_CHECKING:
     from runner.pipeline import RunResult
@@ -15,13 +18,7 @@ if TYPE_CHECKING:
 
 @click.command("preflight")
 @click.option("--candidate", required=True, metavar="PROVIDER/MODEL", help="The candidate model, e.g. openai/gpt-4.1.")
-@click.option(
-    "--judge",
-    "judges",
-    multiple=True,
-    metavar="PROVIDER/MODEL",
-    help="A judge model, e.g. anthropic/claude-sonnet-4-6; repeat the option for each judge.",
-)
+@judge_option()
 @click.option(
     "--no-dry-run",
     "skip_dry_run",
@@ -30,7 +27,7 @@ if TYPE_CHECKING:
 )
 @json_option("Print the resolved models (and judges' dry runs) as JSON.")
 def preflight_command(candidate: str, judges: tuple[str, ...], skip_dry_run: bool, as_json: bool) -> None:
-    """Probe the candidate and each judge, then have each judge grade the calibration set.
+    """Probe the candidate and each model judge, then have each model judge grade the calibration set.
 
     Each model gets one minimal request; the model id each provider returned is printed. Then each judge grades
     the calibration set shipped with the task set (the gold replay agent's and the null agent's answers on a few
@@ -42,23 +39,25 @@ def preflight_command(candidate: str, judges: tuple[str, ...], skip_dry_run: boo
     ANTHROPIC_BASE_URL. Exits 1 with one line per problem: a missing key (naming its variable), an unknown
     alias, an endpoint that cannot be reached or refuses the probe, a judge that fails its dry run (naming the
     judge, the dimension and what came back). No request is sent unless every alias is known and has its key.
+    A reference judge slot (ref, ref#N) is offline: nothing to probe or dry-run.
 
     Example: ispm preflight --candidate openai/gpt-4.1 --judge anthropic/claude-sonnet-4-6 --judge openai/o3
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.gateway.preflight import preflight
-    from runner.grading.judge import LLMJudge
+    from runner.grading.grade import make_judges
     from runner.grading.rubric import load_rubrics
-    from runner.paths import tasks_dir
     from runner.pipeline import dry_run
     from runner.run.spec import V1_EPOCHS
     from runner.tasks.load import load_tasks
 
-    roles = ["candidate"] + ["judge"] * len(judges)
-    resolved = preflight([candidate, *judges])
+    models = [j for j in judges if not is_reference(j)]
+    roles = ["candidate"] + ["judge"] * len(models)
+    resolved = preflight([candidate, *models])
     dry_runs = {}
-    if judges and not skip_dry_run:
+    if models and not skip_dry_run:
         rubrics = load_rubrics()
-        slots = [LLMJudge(j, rubrics=rubrics) for j in dict.fromkeys(judges)]
+        slots = make_judges(models, rubrics)
         planned = len(load_tasks(tasks_dir())) * V1_EPOCHS
         dry_runs = {d.judge: d for d in dry_run(slots, planned, rubrics)}
     if as_json:
@@ -80,9 +79,7 @@ def preflight_command(candidate: str, judges: tuple[str, ...], skip_dry_run: boo
 @click.command("run")
 @click.option("--agent-image", help="The agent image: any tag, or replay / null for the built-in agents.")
 @click.option("--candidate", help="The candidate model the agent runs against, provider/model.")
-@click.option(
-    "--judge", "judges", multiple=True, help="A judge slot: ref / ref#N (offline) or provider/model. Give two."
-)
+@judge_option(JUDGE_HELP.removesuffix("repeat for each slot.") + "give two.")
 @click.option("--epochs", type=click.IntRange(1, 100), default=5, show_default=True, help="Epochs per task.")
 @click.option("--concurrency", type=click.IntRange(1, 64), default=2, show_default=True, help="Samples at once.")
 @click.option(
@@ -142,6 +139,7 @@ def run_command(
 
     Example: ispm run --backend ray --ray-address head:6379 --agent-image replay --judge ref#1 --judge ref#2
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.pipeline import resume_run, run_preflight, start_run
     from runner.run.digests import current_digests
     from runner.run.spec import RunSpec
@@ -195,6 +193,7 @@ def demo_command(agent: str, epochs: int, concurrency: int, task_ids: tuple[str,
 
     Example: ispm demo --agent null
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.pipeline import run_calibration
 
     result = run_calibration(

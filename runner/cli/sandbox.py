@@ -49,6 +49,7 @@ def sandbox_try(
 
     Example: ispm sandbox try --image ispm/my-agent:dev --task ispm-001 --json
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.sandbox.trial import sample_summary, try_sample
 
     out = try_sample(
@@ -77,6 +78,7 @@ def sandbox_sweep(run_id: str | None, as_json: bool) -> None:
 
     Example: ispm sandbox sweep --run try
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.sandbox.trial import sweep_sandbox
 
     report = sweep_sandbox(run_id)
@@ -103,6 +105,7 @@ def images_command(prune: bool, as_json: bool) -> None:
 
     Example: ispm images --prune
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.sandbox.images import ImageRecord, ensure_images, prune_stale
 
     refs = ensure_images()

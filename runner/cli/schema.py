@@ -21,6 +21,7 @@ def schema_answer() -> None:
 
     Example: ispm schema answer > answer.schema.json
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.contract import Answer
 
     print_json(Answer.model_json_schema())
@@ -32,6 +33,7 @@ def schema_run_record() -> None:
 
     Example: ispm schema run-record > run-record.schema.json
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.record.model import RunRecord
 
     print_json(RunRecord.model_json_schema())

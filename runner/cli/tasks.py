@@ -9,7 +9,8 @@ from typing import Any
 import click
 
 from runner.cli.output import json_option, print_json
-from runner.paths import world_dir
+from runner.errors import TaskError
+from runner.paths import tasks_dir, world_dir
 
 
 @click.group()
@@ -43,7 +44,7 @@ def tasks_list(
 
     Example: ispm tasks list --category offboarding --hops 3 --json
     """
-    from runner.paths import tasks_dir
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.tasks.catalog import TaskFilter
     from runner.tasks.load import load_tasks
 
@@ -82,8 +83,7 @@ def tasks_show(task_id: str, with_truth: bool, as_json: bool) -> None:
 
     Example: ispm tasks show ispm-001 --with-truth
     """
-    from runner.errors import TaskError
-    from runner.paths import tasks_dir
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.tasks.load import load_tasks
     from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
     from runner.tasks.view import agent_files
@@ -119,6 +119,7 @@ def tasks_check(paths: tuple[Path, ...]) -> None:
 
     Example: ispm tasks check tasks/v1/ispm-001.yaml
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.tasks.load import load_task_file
     from runner.tasks.truth import derive_task
     from runner.world.digest import open_readonly
@@ -139,7 +140,7 @@ def tasks_derive() -> None:
 
     Example: ispm tasks derive
     """
-    from runner.paths import tasks_dir
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.tasks.catalog import derive_all
     from runner.tasks.truth import GROUND_TRUTH_NAME, write_ground_truth
 
@@ -158,7 +159,7 @@ def tasks_verify(as_json: bool) -> None:
 
     Example: ispm tasks verify
     """
-    from runner.paths import tasks_dir
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.tasks.catalog import mix, verify_all
     from runner.tasks.load import load_tasks
 

@@ -10,6 +10,7 @@ from runner import log
 from runner.cli.output import json_option, print_json
 from runner.errors import WorldError
 from runner.paths import world_dir
+from runner.world import MANIFEST_NAME
 
 
 @click.group()
@@ -38,6 +39,7 @@ def world_build(directory: Path | None) -> None:
 
     Example: ispm world build --dir /tmp/world
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.world.build import build
 
     manifest = build(directory or world_dir())
@@ -58,6 +60,7 @@ def world_verify(directory: Path | None, as_json: bool) -> None:
 
     Example: ispm world verify
     """
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.world.verify import verify
 
     target = directory or world_dir()
@@ -86,7 +89,7 @@ def world_info(directory: Path | None, as_json: bool) -> None:
 
     Example: ispm world info
     """
-    from runner.world import MANIFEST_NAME
+    # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.world.info import summarize
     from runner.world.manifest import load_manifest
 

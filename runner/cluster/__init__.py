@@ -9,7 +9,7 @@ the judges, the record and the report. The cluster runs samples, nothing else:
   node's own provider keys), its image loads and its orphan sweep.
 - :mod:`.sample`: the Ray task that runs one sample with today's ``DockerBackend`` on the node it lands on.
 - :mod:`.driver`: :class:`~runner.cluster.driver.RayRunner`, the scheduler's way to run samples on the cluster,
-  with retries of attempts lost with their node, and a stop of the run when every node it admitted is gone.
+  with a sample tried again when a try is lost with its node, and a stop of the run when every node it admitted is gone.
 
 Each node advertises ``ispm_sandbox`` units (``ray start --resources '{"ispm_sandbox": 4}'``), one per sandbox it
 can hold; each sample task needs one. See the README, "More than one machine".
@@ -21,10 +21,10 @@ NAMESPACE = "ispm"
 """The Ray namespace of the per-node agents, so a sample task finds its node's agent by name."""
 
 
-def agent_name(attempt: str, node_id: str) -> str:
-    """The Ray name of a run attempt's agent on node ``node_id``.
+def agent_name(run_id: str, attempt: str, node_id: str) -> str:
+    """The Ray name of the agent on node ``node_id`` of the run ``run_id``'s attempt ``attempt``.
 
-    ``attempt`` is ``<run id>-<6 hex>``, fresh at every start and resume: the agents of a driver killed with
-    ``kill -9`` may still hold their names while the cluster notices, and must not block the resume's.
+    An attempt's id is fresh at every start and resume: the agents of a driver killed with ``kill -9`` may still hold
+    their names while the cluster notices, and must not block the resume's.
     """
-    return f"ispm-node-{attempt}-{node_id}"
+    return f"ispm-node-{run_id}-{attempt}-{node_id}"

@@ -1,6 +1,6 @@
 """The driver's side of a cluster run: connect, check every sandbox node, ship images, run samples with retries.
 
-:class:`RayRunner` is a :class:`runner.run.scheduler.SampleRunner`: the scheduler's worker threads call
+:class:`RayRunner` is a :class:`runner.run.sample_runner.SampleRunner`: the scheduler's worker threads call
 :meth:`RayRunner.run_sample`, which submits one Ray task needing one ``ispm_sandbox`` unit and waits for it.
 Grading, judges, the journal and the record stay on the driver.
 
@@ -11,23 +11,24 @@ every reason; the run goes on with the others, and does not start only when ever
 journals, a watcher looks for nodes that joined (every :data:`WATCH_S`), checks each the same way (images shipped
 first), and admits it, or leaves it out.
 
-**Faults.** An attempt whose node or worker dies, or that outlives the sample limit by :data:`GRACE_S`, is lost:
-it is noted (with its node) and the sample runs again on whatever admitted node Ray picks, up to ``max_attempts``;
+**Faults.** A sample's try whose node or worker dies, or that outlives the sample limit by :data:`GRACE_S`, is lost:
+it is noted (with its node) and the sample runs again on whatever admitted node Ray picks, up to ``max_tries``;
 the result kept is the first one that comes back, so a sample is journaled once. When no admitted node is left alive
-(Ray has marked each dead), Ray refuses every attempt at once; such an attempt ran nowhere and is not counted: the
+(Ray has marked each dead), Ray refuses every try at once; such a try ran nowhere and is not counted: the
 sample asks again until a node joins and is admitted. If none is within :data:`STRANDED_S`, the watcher stops the run
 through its :class:`~runner.run.scheduler.StopRequest`, naming the nodes lost: it ends ``interrupted``
 (``run_interrupted`` with that reason), what was graded stays journaled, and the samples cut short are not and run
 again on ``ispm run --resume``. A node sweeps only its own host's orphans: at its check, and when the run closes; a
 dead node's are left to the next node of its host that is checked. A stop sweeps the run's sandboxes on every node;
-a hands-off stop only its own attempt's: the sample's spec carries the scheduler's attempt id, which the node labels
-on every sandbox (``ispm.attempt``; not :attr:`RayRunner.attempt`, which names this start's node agents).
+a hands-off stop only its own attempt's: the sample's spec carries the run's attempt id, which the node labels on
+every sandbox (``ispm.attempt``); the same id names this attempt's node agents (:attr:`RayRunner.attempt`).
+
+Ray is optional (the ``cluster`` extra): it is imported inside functions, once a cluster is asked for.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import secrets
 import threading
 import time
@@ -38,21 +39,25 @@ from typing import Any
 
 from runner import log
 from runner.cluster import NAMESPACE, SANDBOX_RESOURCE, agent_name
+from runner.cluster.connection import connect, first_line, require_ray, sandbox_nodes
 from runner.cluster.model import ClusterError, NodeCheck, NodeExpectations, NodeResult
 from runner.cluster.node import NodeAgent
 from runner.cluster.sample import run_on_node
 from runner.contract import SampleOutput
 from runner.run.journal import Journal, NodeLeftOut, SampleAttempt
-from runner.run.scheduler import RanSample, StopRequest
+from runner.run.sample_runner import RanSample
+from runner.run.scheduler import StopRequest
 from runner.sandbox.backend import SampleSpec
+from runner.sandbox.docker import connect as connect_engine
 from runner.sandbox.transfer import CHUNK_BYTES, save_chunks
 
 _log = log.get(__name__)
 
 GRACE_S = 60.0
-"""How long past its sample limit the driver waits for an attempt before counting it lost (the node enforces the
+"""How long past its sample limit the driver waits for a try before counting it lost (the node enforces the
 limit itself; this only covers a node that stopped answering without dying)."""
-MAX_ATTEMPTS = 3
+MAX_TRIES = 3
+"""How many tries of a sample may be lost with their node before the sample is a ``sandbox_error``."""
 WATCH_S = 2.0
 """How often the driver looks for nodes that joined the cluster mid-run, and for admitted nodes still alive."""
 STRANDED_S = 60.0
@@ -68,49 +73,6 @@ NODE_ID_LABEL = "ray.io/node-id"
 _POLL_S = 0.5
 
 
-def sandbox_nodes() -> list[str]:
-    """The ids of the live nodes that advertise ``ispm_sandbox``, in a stable order."""
-    import ray
-
-    return sorted(
-        n["NodeID"]
-        for n in ray.nodes()  # type: ignore[no-untyped-call]
-        if n.get("Alive") and n.get("Resources", {}).get(SANDBOX_RESOURCE, 0) > 0
-    )
-
-
-@contextmanager
-def connected(address: str | None) -> Iterator[None]:
-    """This process connected to the cluster at ``address`` for the block (left as is if it already was).
-
-    Raises:
-        ClusterError: no address, Ray is not installed, or the cluster is unreachable.
-    """
-    try:
-        import ray
-    except ImportError as exc:
-        raise ClusterError("the ray backend needs Ray: pip install 'ispm-enterprise-sql[cluster]'") from exc
-    if ray.is_initialized():
-        yield
-        return
-    _connect(address)
-    try:
-        yield
-    finally:
-        ray.shutdown()
-
-
-def _connect(address: str | None) -> None:
-    import ray
-
-    if not address:
-        raise ClusterError("no Ray cluster: give --ray-address or set RAY_ADDRESS")
-    try:
-        ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level=logging.WARNING)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise ClusterError(f"cannot connect to the Ray cluster at {address}: {exc}") from exc
-
-
 class RayRunner:
     """Runs a run's samples on a Ray cluster. Use :meth:`connect`, then as a context manager or :meth:`close`."""
 
@@ -120,18 +82,20 @@ class RayRunner:
         expected: NodeExpectations,
         *,
         candidate: str | None,
-        max_attempts: int = MAX_ATTEMPTS,
+        attempt: str | None = None,
+        max_tries: int = MAX_TRIES,
         owns_connection: bool = False,
     ) -> None:
         """A runner for ``run_id`` on the cluster this process is connected to (see :meth:`connect`)."""
         import ray
 
         self.run_id = run_id
-        self.attempt = f"{run_id}-{secrets.token_hex(3)}"
-        """This start's key: it names the agents (:func:`runner.cluster.agent_name`)."""
+        self.attempt = attempt or secrets.token_hex(8)
+        """The run's attempt these samples belong to (fresh by default): it names the agents
+        (:func:`runner.cluster.agent_name`)."""
         self.expected = expected
         self.candidate = candidate
-        self.max_attempts = max_attempts
+        self.max_tries = max_tries
         self.agents: dict[str, Any] = {}
         """Each admitted node's agent (a Ray actor handle), by node id: the only nodes samples go to."""
         self.checks: dict[str, NodeCheck] = {}
@@ -154,7 +118,13 @@ class RayRunner:
 
     @classmethod
     def connect(
-        cls, address: str | None, run_id: str, expected: NodeExpectations, *, candidate: str | None
+        cls,
+        address: str | None,
+        run_id: str,
+        expected: NodeExpectations,
+        *,
+        candidate: str | None,
+        attempt: str | None = None,
     ) -> RayRunner:
         """Connect to the cluster at ``address`` (unless this process already is), check every sandbox node,
         ship the images a node lacks, and return a runner that sends samples only to the nodes that passed.
@@ -163,15 +133,10 @@ class RayRunner:
             ClusterError: no address, the cluster is unreachable, it has no ``ispm_sandbox`` node, or every node
                 was refused (each reason named).
         """
-        try:
-            import ray
-        except ImportError as exc:
-            raise ClusterError("the ray backend needs Ray: pip install 'ispm-enterprise-sql[cluster]'") from exc
-
-        owns = not ray.is_initialized()
+        owns = not require_ray().is_initialized()
         if owns:
-            _connect(address)
-        runner = cls(run_id, expected, candidate=candidate, owns_connection=owns)
+            connect(address)
+        runner = cls(run_id, expected, candidate=candidate, attempt=attempt, owns_connection=owns)
         try:
             runner.admit_nodes()
         except BaseException:
@@ -256,7 +221,7 @@ class RayRunner:
         except Exception as exc:  # the run goes on with the nodes it has
             if self._closed.is_set():
                 return None  # the runner closed under the check (and may have disconnected): nothing to say
-            detail = _first_line(exc)
+            detail = first_line(exc)
             _log.warning("cluster.join_check_failed", run=self.run_id, nodes=fresh, error=detail)
             for node in fresh:
                 if node not in self.agents and node not in self.left_out:
@@ -288,7 +253,7 @@ class RayRunner:
 
         agents = {
             node: self._agent.options(
-                name=agent_name(self.attempt, node),
+                name=agent_name(self.run_id, self.attempt, node),
                 namespace=NAMESPACE,
                 num_cpus=0,
                 max_concurrency=64,
@@ -343,7 +308,7 @@ class RayRunner:
             try:
                 found: NodeCheck = ray.get(ref, timeout=CHECK_TIMEOUT_S)
             except ray.exceptions.RayError as exc:
-                refused[node] = [f"node {node[:12]}: its check failed: {_first_line(exc)}"]
+                refused[node] = [f"node {node[:12]}: its check failed: {first_line(exc)}"]
                 continue
             checks[node] = found
             if found.refusals(self.expected):
@@ -357,9 +322,7 @@ class RayRunner:
         """
         import ray
 
-        from runner.sandbox.docker import connect
-
-        client = connect()
+        client = connect_engine()
         try:
             for tag in sorted({t for tags in lacking.values() for t in tags}):
                 takers = [n for n, tags in lacking.items() if tag in tags and n not in refused]
@@ -373,7 +336,7 @@ class RayRunner:
                     try:
                         ray.get(ref)
                     except ray.exceptions.RayError as exc:
-                        refused[node] = [f"node {node[:12]}: loading image {tag} failed: {_first_line(exc)}"]
+                        refused[node] = [f"node {node[:12]}: loading image {tag} failed: {first_line(exc)}"]
                 _log.info(
                     "cluster.image_shipped", tag=tag, chunks=len(chunks), s=round(time.perf_counter() - started, 3)
                 )
@@ -408,30 +371,31 @@ class RayRunner:
 
     # -- samples ---------------------------------------------------------------------------------------------
 
-    def run_sample(self, spec: SampleSpec, *, with_gateway: bool) -> RanSample:
-        """Run ``spec`` on some admitted node; an attempt lost with its node is noted and run again elsewhere.
+    def run_sample(self, spec: SampleSpec) -> RanSample:
+        """Run ``spec`` on some admitted node, linked to the node's gateway when the run has a candidate; a try lost
+        with its node is noted and the sample runs again elsewhere.
 
-        An attempt Ray cannot place because no admitted node is alive ran nowhere: while the run journals it costs
-        the sample none of its attempts, and the sample asks again every :data:`WATCH_S` until a node is admitted
+        A try Ray cannot place because no admitted node is alive ran nowhere: while the run journals it costs the
+        sample none of its tries, and the sample asks again every :data:`WATCH_S` until a node is admitted
         or the watcher stops the run (:data:`STRANDED_S`).
 
-        Never raises for the sample's own failure; when every attempt is lost the sample is a ``sandbox_error``.
+        Never raises for the sample's own failure; when every try is lost the sample is a ``sandbox_error``.
         """
         import ray
 
         recordings = _recordings(spec) if spec.replay_dir is not None else None
         lost: list[SampleAttempt] = []
-        while len(lost) < self.max_attempts and not self._stopping.is_set():
-            attempt = self._task.remote(self.attempt, spec, with_gateway, recordings)
+        while len(lost) < self.max_tries and not self._stopping.is_set():
+            pending = self._task.remote(self.attempt, spec, self.candidate is not None, recordings)
             node = "unknown"
             try:
                 # However long it queues for a unit, then at most the sample limit and a grace.
-                node = str(self._next(attempt, None))
-                result = self._next(attempt, spec.time_limit_s + GRACE_S)
+                node = str(self._next(pending, None))
+                result = self._next(pending, spec.time_limit_s + GRACE_S)
                 assert isinstance(result, NodeResult)
-                return RanSample(result.output, result.usage, result.node, tuple(lost))
+                return RanSample(output=result.output, usage=result.usage, node=result.node, lost_tries=tuple(lost))
             except ray.exceptions.TaskUnschedulableError as exc:
-                # Ray fails at once a task whose selector names only dead nodes: burning the sample's attempts on it
+                # Ray fails at once a task whose selector names only dead nodes: burning the sample's tries on it
                 # would journal a sandbox_error for a sample that never ran.
                 if self._stranded_now():
                     self._stopping.wait(WATCH_S)
@@ -439,16 +403,16 @@ class RayRunner:
                 lost.append(self._lost(spec, node, exc))
             except (ray.exceptions.RayError, TimeoutError) as exc:
                 lost.append(self._lost(spec, node, exc))
-                ray.cancel(attempt, force=True)
+                ray.cancel(pending, force=True)
         error = lost[-1].detail if lost else "the run stopped before it ran"
         output = SampleOutput(
-            task_id=spec.task_id, epoch=spec.epoch, status="sandbox_error", error=f"no attempt came back: {error}"
+            task_id=spec.task_id, epoch=spec.epoch, status="sandbox_error", error=f"no try came back: {error}"
         )
-        return RanSample(output, None, None, tuple(lost))
+        return RanSample(output=output, lost_tries=tuple(lost))
 
     def _lost(self, spec: SampleSpec, node: str, exc: BaseException) -> SampleAttempt:
-        """Say that an attempt at ``spec`` on ``node`` was lost, and why; the attempt to note with the sample."""
-        detail = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        """Say that a try of ``spec`` on ``node`` was lost, and why; the try to note with the sample."""
+        detail = first_line(exc)
         _log.warning("cluster.attempt_lost", run=self.run_id, sample=spec.sample_id, node=node, error=detail)
         return SampleAttempt(node=node, outcome="lost", detail=detail)
 
@@ -456,20 +420,21 @@ class RayRunner:
         """Whether no admitted node is alive while a watcher runs, which admits the next node that passes its checks
         or stops the run (:meth:`journaling`)."""
         if not self._watched.is_set():
-            return False  # nothing would admit a node or stop the run: the attempt is lost, as any other
+            return False  # nothing would admit a node or stop the run: the try is lost, as any other
         try:
             return bool(self._all_gone(sandbox_nodes()))
-        except Exception:  # the cluster did not answer: the attempt is lost, as any other
+        except Exception:  # the cluster did not answer: the try is lost, as any other
             return False
 
-    def _next(self, attempt: Any, timeout: float | None) -> object:
+    def _next(self, pending: Any, timeout: float | None) -> object:
+        """The next item the sample task ``pending`` (a Ray reference to its stream) yields, waiting ``timeout``."""
         import ray
 
         waited = 0.0
         while True:
-            ready, _ = ray.wait([attempt], timeout=_POLL_S)
+            ready, _ = ray.wait([pending], timeout=_POLL_S)
             if ready:
-                return ray.get(next(attempt))
+                return ray.get(next(pending))
             waited += _POLL_S
             if self._stopping.is_set():
                 raise TimeoutError("the run stopped")
@@ -479,8 +444,8 @@ class RayRunner:
     # -- the end ---------------------------------------------------------------------------------------------
 
     def sweep(self, run_id: str, *, attempt: str | None = None) -> None:
-        """Stop waiting for attempts and remove every sandbox resource of ``run_id`` on every node, or only those of
-        the scheduler's attempt ``attempt`` (``ispm.attempt``: a hands-off stop spares another attempt's)."""
+        """Stop waiting for tries and remove every sandbox resource of ``run_id`` on every node, or only those of
+        the run's attempt ``attempt`` (``ispm.attempt``: a hands-off stop spares another attempt's)."""
         self._stopping.set()
         self._each_node(lambda a: a.sweep.remote(run_id, attempt=attempt, orphans_only=False))
 
@@ -507,7 +472,7 @@ class RayRunner:
             try:
                 ray.get(call(agent), timeout=120)
             except ray.exceptions.RayError as exc:  # a dead node sweeps its own host when it comes back
-                _log.warning("cluster.node_unreachable", node=node, error=str(exc).splitlines()[0][:200])
+                _log.warning("cluster.node_unreachable", node=node, error=first_line(exc, 200))
 
     def __enter__(self) -> RayRunner:
         return self
@@ -530,13 +495,6 @@ def _stop_agent(agent: Any) -> None:
     with contextlib.suppress(ray.exceptions.RayError):  # dead already, or never started: kill it all the same
         ray.get(agent.close.remote(), timeout=30)
     ray.kill(agent)
-
-
-def _first_line(exc: BaseException) -> str:
-    """What went wrong, in one line: a task's own exception rather than Ray's wrapping of it."""
-    cause = getattr(exc, "cause", None)
-    text = str(cause if isinstance(cause, BaseException) else exc).strip()
-    return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
 def _recordings(spec: SampleSpec) -> dict[str, str]:

@@ -16,17 +16,19 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runner import __version__, log
 from runner.cluster.model import NodeCheck, NodeExpectations
-from runner.errors import IspmError, SandboxError
+from runner.cluster.probe import probe_here
+from runner.errors import GatewayError, IspmError, SandboxError
 from runner.gateway.model import SampleUsage
+from runner.gateway.preflight import PreflightError
+from runner.gateway.server import Gateway
+from runner.run.digests import current_digests
 from runner.sandbox.backend import GATEWAY_SOCKET_NAME, SweepReport
+from runner.sandbox.docker import connect, sweep
 from runner.sandbox.transfer import engine_image_ids, load_chunks
-
-if TYPE_CHECKING:
-    from runner.gateway.server import Gateway
 
 _log = log.get(__name__)
 
@@ -61,8 +63,6 @@ class NodeAgent:
         self._lock = threading.Lock()
         self._probe: tuple[str | None, str | None] | None = None
         if candidate is not None:
-            from runner.gateway.server import Gateway
-
             try:
                 self.gateway = Gateway(candidate)
             except IspmError as exc:
@@ -73,8 +73,6 @@ class NodeAgent:
     def check(self, expected: NodeExpectations) -> NodeCheck:
         """What this node has, against ``expected``; sweeps this host's orphans first, and probes the candidate with
         this node's key (once per agent). Accepts the node when nothing differs and nothing is missing."""
-        from runner.run.digests import current_digests
-
         world_logical: str | None = None
         world_error: str | None = None
         task_set = ground_truth = None
@@ -116,9 +114,6 @@ class NodeAgent:
         if self.candidate is None or self.gateway is None:
             return None, None
         if self._probe is None:
-            from runner.cluster.probe import probe_here
-            from runner.gateway.preflight import PreflightError
-
             try:
                 self._probe = (None, probe_here(self.candidate).returned_model or "")
             except PreflightError as exc:
@@ -148,8 +143,6 @@ class NodeAgent:
         Raises:
             GatewayError: the node has no gateway, the socket cannot be bound, or the sample holds a live token.
         """
-        from runner.errors import GatewayError
-
         if self.gateway is None:
             raise GatewayError(f"node {self.node[:12]} has no model gateway: {self.gateway_error or 'none asked for'}")
         folder = Path(tempfile.mkdtemp(prefix="ispm-gw-"))
@@ -187,8 +180,6 @@ class NodeAgent:
         A live node's sandboxes are never orphans (their owner, the node's worker process, runs), so nodes that
         share an engine leave each other's alone; a dead node's are, so a survivor clears them. A finished run's
         are removed whoever made them. Every sandbox also carries its node (``ispm.node``) for people."""
-        from runner.sandbox.docker import sweep
-
         with _engine() as client:
             report = sweep(client, run_id, attempt=attempt, orphans_only=orphans_only)
         if report.containers or report.failures:
@@ -204,8 +195,6 @@ class NodeAgent:
 @contextmanager
 def _engine() -> Iterator[Any]:
     """A Docker client for one call, closed after."""
-    from runner.sandbox.docker import connect
-
     client = connect()
     try:
         yield client

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from runner import log
 from runner.cluster import SANDBOX_RESOURCE
+from runner.cluster.connection import connected, require_ray, sandbox_nodes
 from runner.cluster.model import ClusterError
-from runner.gateway.preflight import PreflightError, ResolvedModel
+from runner.gateway.preflight import PreflightError, ResolvedModel, preflight
 
 _log = log.get(__name__)
 
@@ -26,8 +27,6 @@ def probe_here(candidate: str) -> ResolvedModel:
     Raises:
         PreflightError: the node has no key for it, or the provider does not answer.
     """
-    from runner.gateway.preflight import preflight
-
     (resolved,) = preflight([candidate])
     return resolved
 
@@ -41,12 +40,9 @@ def probe_candidate(address: str | None, candidate: str) -> ResolvedModel:
         PreflightError: every node's probe failed (each node named), or the nodes' providers returned different
             model ids.
     """
-    try:
-        import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-    except ImportError as exc:
-        raise ClusterError("the ray backend needs Ray: pip install 'ispm-enterprise-sql[cluster]'") from exc
-    from runner.cluster.driver import connected, sandbox_nodes
+    ray = require_ray()
+    # Function-local: Ray is optional (the cluster extra), and require_ray has just said it is installed.
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     with connected(address):
         nodes = sandbox_nodes()

@@ -1,6 +1,6 @@
 """The Ray task that runs one sample on the node it lands on, with today's ``DockerBackend`` and its lockdown.
 
-It is a streaming generator: it yields its node id first, so the driver knows where an attempt ran even when
+It is a streaming generator: it yields its node id first, so the driver knows where a try ran even when
 the node dies before the result, and then the :class:`~runner.cluster.model.NodeResult`.
 """
 
@@ -10,7 +10,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import SecretStr
 
@@ -18,42 +18,39 @@ from runner.cluster import NAMESPACE, agent_name
 from runner.cluster.model import NodeRefused, NodeResult
 from runner.paths import world_dir
 from runner.sandbox.backend import SampleSpec
+from runner.sandbox.docker import DockerBackend
 from runner.world import DOCS_DIR, SNAPSHOT_NAME
-
-if TYPE_CHECKING:
-    from runner.sandbox.docker import DockerBackend
 
 _backend: DockerBackend | None = None
 _agents: dict[str, Any] = {}
-"""This node's accepted agent, by run attempt."""
+"""This node's accepted agent, by its name (run and attempt)."""
 
 
 def _docker() -> DockerBackend:
     # One engine connection per Ray worker process, reused by the samples it runs one after another.
     global _backend
     if _backend is None:
-        from runner.sandbox.docker import DockerBackend
-
         # The node's agent swept this host's orphans when it was checked.
         _backend = DockerBackend(sweep_on_start=False)
     return _backend
 
 
-def _accepted_agent(attempt: str, node: str) -> Any:
+def _accepted_agent(run_id: str, attempt: str, node: str) -> Any:
     # A worker process runs many samples of a run: it asks the cluster for its node's agent once, and an accepted
     # node stays accepted for the attempt's life.
     import ray
 
-    agent = _agents.get(attempt)
+    name = agent_name(run_id, attempt, node)
+    agent = _agents.get(name)
     if agent is not None:
         return agent
     try:
-        agent = ray.get_actor(agent_name(attempt, node), namespace=NAMESPACE)
+        agent = ray.get_actor(name, namespace=NAMESPACE)
     except ValueError as exc:
-        raise NodeRefused(f"node {node[:12]} was not checked for run {attempt}") from exc
+        raise NodeRefused(f"node {node[:12]} was not checked for run {run_id}-{attempt}") from exc
     if not ray.get(agent.is_accepted.remote()):
-        raise NodeRefused(f"node {node[:12]} did not pass its checks for run {attempt}")
-    _agents[attempt] = agent
+        raise NodeRefused(f"node {node[:12]} did not pass its checks for run {run_id}-{attempt}")
+    _agents[name] = agent
     return agent
 
 
@@ -76,7 +73,7 @@ def run_on_node(
     replay agent's gold recordings for this sample, written to a scratch folder on this host.
 
     Raises:
-        NodeRefused: this node has no accepted agent for the run attempt ``attempt`` (the driver sends samples
+        NodeRefused: this node has no accepted agent for the run's attempt ``attempt`` (the driver sends samples
             only to admitted nodes: this guards against a node it has not checked).
         GatewayError: the node's gateway could not link the sample.
     """
@@ -84,7 +81,7 @@ def run_on_node(
 
     node = str(ray.get_runtime_context().get_node_id())
     yield node
-    agent = _accepted_agent(attempt, node)
+    agent = _accepted_agent(spec.run_id, attempt, node)
     here = spec.model_copy(
         update={"world_file": world_dir() / SNAPSHOT_NAME, "docs_dir": world_dir() / DOCS_DIR, "node": node}
     )

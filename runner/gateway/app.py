@@ -163,27 +163,27 @@ def _call(api: Api | str, body: dict[str, Any], provider_api: Any, started: floa
     )
 
 
-def build_app(core: Upstreams) -> Starlette:
-    """The agent-facing app over ``core``."""
+def build_app(upstreams: Upstreams) -> Starlette:
+    """The agent-facing app over ``upstreams``."""
 
     async def health(request: Request) -> Response:
         return JSONResponse({"ok": True})
 
     async def models(request: Request) -> Response:
         api = "messages" if "anthropic-version" in request.headers else "chat"
-        if core.ledger.authenticate(_token(request), request.scope.get(BOUND_KEY), "/v1/models") is None:
+        if upstreams.ledger.authenticate(_token(request), request.scope.get(BOUND_KEY), "/v1/models") is None:
             return error_reply(api, 401, "authentication_error", "missing, unknown, revoked or foreign gateway token")
-        model = core.upstream.model
+        model = upstreams.upstream.model
         if api == "messages":
             listing = {"type": "model", "id": model, "display_name": model, "created_at": "1970-01-01T00:00:00Z"}
             return JSONResponse({"data": [listing], "has_more": False, "first_id": model, "last_id": model})
-        entry: dict[str, Any] = {"id": model, "object": "model", "created": 0, "owned_by": core.spec.name}
+        entry: dict[str, Any] = {"id": model, "object": "model", "created": 0, "owned_by": upstreams.spec.name}
         return JSONResponse({"object": "list", "data": [entry]})
 
     def model_route(api: Api) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             try:
-                return await _model_request(core, request, api)
+                return await _model_request(upstreams, request, api)
             except Exception:  # a bug must cost one request, not the listener
                 _log.exception("gateway_internal_error", path=request.url.path)
                 return error_reply(api, 500, "internal_error", "the gateway failed on this request")
@@ -192,7 +192,7 @@ def build_app(core: Upstreams) -> Starlette:
 
     async def count_tokens(request: Request) -> Response:
         try:
-            return await _count_tokens(core, request)
+            return await _count_tokens(upstreams, request)
         except Exception:
             _log.exception("gateway_internal_error", path=request.url.path)
             return error_reply("messages", 500, "internal_error", "the gateway failed on this request")
@@ -219,14 +219,14 @@ def build_app(core: Upstreams) -> Starlette:
 
 
 async def _authenticated_body(
-    core: Upstreams, request: Request, api: Api | str
+    upstreams: Upstreams, request: Request, api: Api | str
 ) -> tuple[str, dict[str, Any]] | Response:
     """The sample and the JSON body, or the refusal to send."""
-    sample_id = core.ledger.authenticate(_token(request), request.scope.get(BOUND_KEY), request.url.path)
+    sample_id = upstreams.ledger.authenticate(_token(request), request.scope.get(BOUND_KEY), request.url.path)
     if sample_id is None:
         return error_reply(api, 401, "authentication_error", "missing, unknown, revoked or foreign gateway token")
     try:
-        raw = await _read_body(request, core.max_body_bytes, core.body_read_s)
+        raw = await _read_body(request, upstreams.max_body_bytes, upstreams.body_read_s)
     except _BodyRefused as exc:
         refusal = error_reply(api, exc.status, "invalid_request_error", str(exc))
         refusal.headers["connection"] = "close"  # the unread rest of the body cannot start another request
@@ -241,9 +241,9 @@ async def _authenticated_body(
     return sample_id, body
 
 
-async def _model_request(core: Upstreams, request: Request, api: Api) -> Response:
+async def _model_request(upstreams: Upstreams, request: Request, api: Api) -> Response:
     started = time.perf_counter()
-    checked = await _authenticated_body(core, request, api)
+    checked = await _authenticated_body(upstreams, request, api)
     if isinstance(checked, Response):
         return checked
     sample_id, body = checked
@@ -252,26 +252,26 @@ async def _model_request(core: Upstreams, request: Request, api: Api) -> Respons
         _log.warning("request_refused", sample=sample_id, api=api, reason=refused)
         return error_reply(api, 400, "invalid_request_error", refused)
     try:
-        usage = core.ledger.reserve(sample_id)
+        usage = upstreams.ledger.reserve(sample_id)
     except CapRefusal as exc:
         return error_reply(api, 429, "ispm_cap_exceeded", str(exc))
-    provider_api = native_api(api, core.spec)
+    provider_api = native_api(api, upstreams.spec)
     try:
-        bridge = bridge_for(api, core.spec)
-        native = bridge.request(body, core.upstream.model) if bridge else dict(body)
+        bridge = bridge_for(api, upstreams.spec)
+        native = bridge.request(body, upstreams.upstream.model) if bridge else dict(body)
     except (TranslationError, LookupError) as exc:
         message = str(exc)
-        core.ledger.settle(
+        upstreams.ledger.settle(
             usage, _call(api, body, None, started, outcome="refused", status=400, error=message), counted=True
         )
         return error_reply(api, 400, "invalid_request_error", message)
     headers = _forwarded_headers(request, provider_api)
     if body.get("stream"):
-        return await _open_relay(core, usage, api, provider_api, bridge, body, native, headers, started)
+        return await _open_relay(upstreams, usage, api, provider_api, bridge, body, native, headers, started)
     try:
-        result = await core.upstream.complete(provider_api, native, headers)
+        result = await upstreams.upstream.complete(provider_api, native, headers)
     except ProviderError as exc:
-        return _settle_failure(core, usage, api, body, provider_api, started, exc)
+        return _settle_failure(upstreams, usage, api, body, provider_api, started, exc)
     call = _call(
         api,
         body,
@@ -286,7 +286,7 @@ async def _model_request(core: Upstreams, request: Request, api: Api) -> Respons
         returned_model=result.returned_model,
         attempts=result.attempts,
     )
-    core.ledger.settle(usage, call, counted=True)
+    upstreams.ledger.settle(usage, call, counted=True)
     if bridge is None:
         return Response(result.raw, media_type="application/json")  # the provider's bytes, untouched
     try:
@@ -296,7 +296,7 @@ async def _model_request(core: Upstreams, request: Request, api: Api) -> Respons
 
 
 def _settle_failure(
-    core: Upstreams,
+    upstreams: Upstreams,
     usage: SampleUsage,
     api: Api | str,
     body: dict[str, Any],
@@ -318,28 +318,28 @@ def _settle_failure(
         attempts=exc.attempts,
         error=failure.message,
     )
-    core.ledger.settle(usage, call, counted=api != "count_tokens", failure=failure)
+    upstreams.ledger.settle(usage, call, counted=api != "count_tokens", failure=failure)
     return reply
 
 
-async def _count_tokens(core: Upstreams, request: Request) -> Response:
+async def _count_tokens(upstreams: Upstreams, request: Request) -> Response:
     started = time.perf_counter()
-    checked = await _authenticated_body(core, request, "count_tokens")
+    checked = await _authenticated_body(upstreams, request, "count_tokens")
     if isinstance(checked, Response):
         return checked
     sample_id, body = checked
-    if core.spec.wire != "messages":
-        message = f"count_tokens needs an Anthropic candidate; the candidate is {core.candidate}"
+    if upstreams.spec.wire != "messages":
+        message = f"count_tokens needs an Anthropic candidate; the candidate is {upstreams.candidate}"
         return error_reply("count_tokens", 404, "not_found", message)
-    usage = core.ledger.reserve(sample_id, counts=False)
+    usage = upstreams.ledger.reserve(sample_id, counts=False)
     try:
-        status, raw = await core.upstream.count_tokens(body, _forwarded_headers(request, "count_tokens"))
+        status, raw = await upstreams.upstream.count_tokens(body, _forwarded_headers(request, "count_tokens"))
     except ProviderError as exc:
-        return _settle_failure(core, usage, "count_tokens", body, "count_tokens", started, exc)
+        return _settle_failure(upstreams, usage, "count_tokens", body, "count_tokens", started, exc)
     outcome: CallOutcome = "ok" if status < 400 else "provider_error"
     error = None if status < 400 else raw.decode("utf-8", "replace")[:BODY_SNIPPET]
     call = _call("count_tokens", body, "count_tokens", started, outcome=outcome, status=status, attempts=1, error=error)
-    core.ledger.settle(usage, call, counted=False)
+    upstreams.ledger.settle(usage, call, counted=False)
     return Response(raw, status_code=status, media_type="application/json")
 
 
@@ -386,7 +386,7 @@ def _stream_error(api: Api, message: str, sequence: int) -> bytes:
 
 
 async def _open_relay(
-    core: Upstreams,
+    upstreams: Upstreams,
     usage: SampleUsage,
     api: Api,
     provider_api: Api,
@@ -400,11 +400,11 @@ async def _open_relay(
     if provider_api == "chat":  # usage comes only when asked for; the agent's own choice is honoured below
         native["stream_options"] = {**(native.get("stream_options") or {}), "include_usage": True}
     try:
-        resp, attempts = await core.upstream.open_stream(provider_api, native, headers)
+        resp, attempts = await upstreams.upstream.open_stream(provider_api, native, headers)
     except ProviderError as exc:
-        return _settle_failure(core, usage, api, body, provider_api, started, exc)
-    translator = bridge.stream(body, core.upstream.model) if bridge else None
-    return _Relay(core, usage, api, provider_api, translator, body, resp, attempts, started)
+        return _settle_failure(upstreams, usage, api, body, provider_api, started, exc)
+    translator = bridge.stream(body, upstreams.upstream.model) if bridge else None
+    return _Relay(upstreams, usage, api, provider_api, translator, body, resp, attempts, started)
 
 
 class _Relay(Response):
@@ -415,7 +415,7 @@ class _Relay(Response):
 
     def __init__(
         self,
-        core: Upstreams,
+        upstreams: Upstreams,
         usage: SampleUsage,
         api: Api,
         provider_api: Api,
@@ -426,7 +426,7 @@ class _Relay(Response):
         started: float,
     ) -> None:
         super().__init__(media_type="text/event-stream")
-        self.core, self.usage, self.api, self.provider_api = core, usage, api, provider_api
+        self.upstreams, self.usage, self.api, self.provider_api = upstreams, usage, api, provider_api
         self.translator, self.request_body, self.resp, self.attempts, self.started = (
             translator,
             body,
@@ -478,7 +478,7 @@ class _Relay(Response):
                 self.agent_gone = True
                 self._group.cancel_scope.cancel()
 
-        endpoint = self.core.upstream.endpoint
+        endpoint = self.upstreams.upstream.endpoint
         try:
             async for sse in EventSource(self.resp).aiter_sse():
                 text = endpoint.redact(sse.data)
@@ -535,8 +535,8 @@ class _Relay(Response):
             failure = ProviderError(
                 self.problem,
                 kind="stream",
-                provider=self.core.spec.name,
-                model=self.core.upstream.model,
+                provider=self.upstreams.spec.name,
+                model=self.upstreams.upstream.model,
                 status=200,
                 attempts=self.attempts,
             ).record()
@@ -556,4 +556,4 @@ class _Relay(Response):
             ttft_s=self.ttft,
             error=error,
         )
-        self.core.ledger.settle(self.usage, call, counted=True, failure=failure)
+        self.upstreams.ledger.settle(self.usage, call, counted=True, failure=failure)

@@ -29,9 +29,11 @@ from runner.grading.bounded_coverage import CoverageLimits, StructureAnalyser
 from runner.grading.coverage import CoverageError, CoverageReport, SqlSchema, compare_structures
 from runner.grading.entities import EntityCheck, IdentityIndex, VerdictCheck, check_entities, check_verdict
 from runner.grading.grades import Vote
-from runner.grading.judge import Judge, JudgeInput, JudgeVote, dimensions_for
+from runner.grading.judge import Judge, JudgeInput, JudgeVote, LLMJudge, dimensions_for
+from runner.grading.reference_judge import ReferenceJudge
 from runner.grading.replay import DEFAULT_BUDGET_S, Replayer, ReplayReport
 from runner.grading.rubric import RubricSet, load_rubrics
+from runner.grading.slots import is_reference, slots_problem
 from runner.tasks.model import Task
 from runner.tasks.truth import TaskTruth
 from runner.world.digest import open_readonly, table_names
@@ -137,6 +139,12 @@ class SampleGrade(BaseModel):
         return lines
 
 
+def make_judges(aliases: Sequence[str], rubrics: RubricSet) -> list[Judge]:
+    """A judge per slot, in slot order: ``ref`` or ``ref#N`` is the offline reference judge, anything else an LLM
+    judge (``runner.grading.slots``)."""
+    return [ReferenceJudge(a, rubrics=rubrics) if is_reference(a) else LLMJudge(a, rubrics=rubrics) for a in aliases]
+
+
 def grade_sample(
     task: Task,
     truth: TaskTruth,
@@ -156,9 +164,9 @@ def grade_sample(
         raise GradingError(f"task {task.id}, truth {truth.task_id} and sample {sample.task_id} do not agree")
     if epoch != sample.epoch:
         raise GradingError(f"task {task.id}: grading epoch {epoch} but the sample is from epoch {sample.epoch}")
-    aliases = [j.alias for j in judges]
-    if len(set(aliases)) != len(aliases):
-        raise GradingError(f"judge aliases must be distinct, got {aliases}")
+    problem = slots_problem([j.alias for j in judges])
+    if problem is not None:
+        raise GradingError(problem)
 
     # A broken sample keeps the checks of an empty answer and no replay or coverage (see the module doc).
     answer = sample.answer if sample.status == "ok" else None

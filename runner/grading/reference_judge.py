@@ -37,10 +37,10 @@ from runner.contract import Answer, EvidenceItem
 from runner.grading.grades import Dimension, Grade
 from runner.grading.judge import JudgeInput, JudgeVote, dimensions_for
 from runner.grading.rubric import RubricSet
+from runner.grading.slots import REFERENCE_ALIAS
 from runner.tasks.model import Task
 from runner.tasks.truth import TaskTruth
 
-REFERENCE_ALIAS: Final = "ref"
 RECALL_FULL: Final = 1.0
 PRECISION_CORRECT: Final = 0.8
 RECALL_PARTIAL: Final = 0.5

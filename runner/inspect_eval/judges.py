@@ -30,16 +30,12 @@ from runner.grading.judge import (
     excerpt,
     parse_reply,
 )
-from runner.grading.reference_judge import REFERENCE_ALIAS, ReferenceJudge
+from runner.grading.reference_judge import ReferenceJudge
 from runner.grading.rubric import RubricSet
+from runner.grading.slots import is_reference
 
 DEFAULT_JUDGES = ("judge_a", "judge_b")
 """The model roles the two judge slots come from unless the task is told otherwise."""
-
-
-def is_reference(slot: str) -> bool:
-    """``ref`` and ``ref#N`` name the offline reference judge; anything else a model role."""
-    return slot == REFERENCE_ALIAS or slot.startswith(f"{REFERENCE_ALIAS}#")
 
 
 class RoleJudge:

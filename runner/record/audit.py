@@ -29,10 +29,16 @@ from runner.errors import IspmError
 from runner.grading.consensus import consensus
 from runner.grading.coverage import CoverageError, CoverageReport
 from runner.grading.grade import GradingContext
+from runner.grading.rubric import load_rubrics
+from runner.paths import tasks_dir, world_dir
+from runner.record.build import build_record
 from runner.record.bundle import MANIFEST_NAME, BundleManifest, sha256_bytes
 from runner.record.model import RECORD_NAME
+from runner.run.digests import current_digests
 from runner.run.journal import JOURNAL_NAME, Entry, RunStarted, SampleFinished, SampleGraded, scan_entries
+from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
+from runner.world.verify import verify
 
 # A tampered vote can change hundreds of derived fields; the first ones locate it, the rest are counted.
 MAX_DIFFS = 200
@@ -134,10 +140,6 @@ def _unpack(path: Path, into: Path, report: AuditReport) -> Path:
 
 
 def _audit_dir(run_dir: Path, report: AuditReport) -> None:
-    from runner.paths import tasks_dir
-    from runner.record.build import build_record
-    from runner.tasks.load import load_tasks
-
     entries = _read_journal(run_dir / JOURNAL_NAME, report)
     recorded = _read_record(run_dir / RECORD_NAME, report)
     starts = [e for e in entries if isinstance(e, RunStarted)]
@@ -279,9 +281,6 @@ def _check_replay_and_coverage(entries: Sequence[Entry], tasks: Mapping[str, Tas
     A logged row count or digest that differs is a replay problem; a journaled coverage that differs from the
     recomputed one is a coverage problem.
     """
-    from runner.paths import world_dir
-    from runner.world.verify import verify
-
     samples: dict[tuple[str, int], SampleFinished] = {}
     graded: dict[tuple[str, int], SampleGraded] = {}
     for e in entries:
@@ -339,9 +338,6 @@ def _check_digests(
     entries: Sequence[Entry], starts: Sequence[RunStarted], recorded: dict[str, Any] | None, report: AuditReport
 ) -> None:
     """The world, task set, ground truth and rubrics now must hash to what the journal and the record pinned."""
-    from runner.grading.rubric import load_rubrics
-    from runner.run.digests import current_digests
-
     try:
         rubrics = load_rubrics()
         now = current_digests(rubrics).model_dump(mode="json")

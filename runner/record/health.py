@@ -1,4 +1,5 @@
-"""The health of a run's judges and candidate, from its samples, and whether it stays under the threshold.
+"""The health of a run's judges and candidate, from its samples, and whether it stays under the threshold (the
+models, :class:`~runner.record.model.RunHealth` and its parts, are the record's).
 
 Counted over the samples of the record (docs/scoring.md, "Health"):
 
@@ -18,80 +19,14 @@ rate and in the record's abstention statistics.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
-
-from pydantic import BaseModel, ConfigDict
+from typing import Final
 
 from runner.grading.grades import ABSTAIN
-
-if TYPE_CHECKING:
-    from runner.record.model import SampleRecord
+from runner.record.model import CandidateHealth, JudgeHealth, RunHealth, SampleRecord
 
 HEALTH_THRESHOLD: Final = 0.05
 """Above this share of a judge's samples left ungraded (malformed, refused, error), or of the candidate's requests
 failed, a run is unhealthy."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
-
-
-class JudgeHealth(_Model):
-    """One judge slot over the samples it was asked to grade."""
-
-    samples: int
-    """Samples the judge was asked to grade (broken samples are not asked)."""
-    calls: int
-    """Judge calls made, retries of bad replies included."""
-    malformed: int
-    """Samples left ungraded because the reply did not parse, was empty or was truncated."""
-    refusals: int
-    """Samples left ungraded because the judge refused."""
-    errors: int
-    """Samples left ungraded because the provider failed."""
-    failure_rate: float | None
-    """``(malformed + refusals + errors) / samples``, held against the threshold; ``None`` without samples."""
-    abstention_rate: float | None
-    """Share of the judge's votes on those samples that are ``abstain``, for any reason (deliberate ones
-    included); ``None`` without votes."""
-
-
-class CandidateHealth(_Model):
-    """The candidate model, as the gateway counted its requests."""
-
-    requests: int
-    """Requests forwarded to the provider, failed ones included."""
-    failed_requests: int
-    """Requests that failed after the client's retries."""
-    failed_rate: float | None
-    """``failed_requests / requests``; ``None`` without requests."""
-
-
-class RunHealth(_Model):
-    """The judges' and the candidate's health, and every way it is over the threshold."""
-
-    threshold: float
-    """:data:`HEALTH_THRESHOLD` as this record was built with it."""
-    judges: dict[str, JudgeHealth]
-    """By judge slot alias."""
-    candidate: CandidateHealth | None
-    """``None`` when the run had no gateway (calibration runs)."""
-    problems: list[str]
-    """One line per judge or candidate over the threshold; empty when the run is healthy."""
-
-    def summary_lines(self) -> list[str]:
-        """The health lines of the terminal summary."""
-        lines = []
-        for alias, j in self.judges.items():
-            rate = "n/a" if j.abstention_rate is None else f"{j.abstention_rate:.3f}"
-            lines.append(
-                f"judge {alias}: {j.calls} calls on {j.samples} samples, {j.malformed} malformed, "
-                f"{j.refusals} refusals, {j.errors} errors; abstention rate {rate}"
-            )
-        if self.candidate is not None:
-            c = self.candidate
-            lines.append(f"candidate: {c.requests} requests, {c.failed_requests} failed")
-        return lines
 
 
 def run_health(samples: Sequence[SampleRecord], judges: Sequence[str]) -> RunHealth:

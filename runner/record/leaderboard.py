@@ -16,9 +16,11 @@ from pathlib import Path
 from urllib.parse import quote
 
 from runner.grading.grades import DIMENSIONS, Dimension
+from runner.paths import scoring_doc
 from runner.record.model import RunRecord
-from runner.record.report import RunClass, environment, highest_pass_k, render_markdown, run_class
+from runner.record.report import REPORT_NAME, RunClass, environment, highest_pass_k, render_markdown, run_class
 from runner.record.standing import unranked_reason
+from runner.record.store import load_records
 
 LEADERBOARD_NAME = "leaderboard.html"
 
@@ -105,10 +107,6 @@ def write_leaderboard(run_dirs: Sequence[Path], out: Path) -> tuple[Path, list[B
     Raises:
         AnalyticsError: a folder has no readable record.
     """
-    from runner.paths import scoring_doc
-    from runner.record.report import REPORT_NAME
-    from runner.record.store import load_records
-
     records = load_records(run_dirs)
     entries = []
     for run_dir, record in zip(run_dirs, records, strict=True):

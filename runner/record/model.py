@@ -15,7 +15,6 @@ from runner.gateway.model import ModelCall
 from runner.grading.coverage import CoverageReport
 from runner.grading.grades import Dimension, Grade
 from runner.grading.model import JudgeVote
-from runner.record.health import RunHealth
 from runner.run.journal import SampleAttempt
 from runner.run.model import JudgeDryRun
 from runner.run.spec import Digests, RunSpec
@@ -177,6 +176,64 @@ class SampleRecord(_Model):
     """The cluster node the sample ran on (the ``ray`` backend); ``None`` on one machine."""
     attempts: list[SampleAttempt] = Field(default_factory=list)
     """Attempts that are not the one graded: lost with their node, or late duplicates (never a second vote)."""
+
+
+class JudgeHealth(_Model):
+    """One judge slot over the samples it was asked to grade."""
+
+    samples: int
+    """Samples the judge was asked to grade (broken samples are not asked)."""
+    calls: int
+    """Judge calls made, retries of bad replies included."""
+    malformed: int
+    """Samples left ungraded because the reply did not parse, was empty or was truncated."""
+    refusals: int
+    """Samples left ungraded because the judge refused."""
+    errors: int
+    """Samples left ungraded because the provider failed."""
+    failure_rate: float | None
+    """``(malformed + refusals + errors) / samples``, held against the threshold; ``None`` without samples."""
+    abstention_rate: float | None
+    """Share of the judge's votes on those samples that are ``abstain``, for any reason (deliberate ones
+    included); ``None`` without votes."""
+
+
+class CandidateHealth(_Model):
+    """The candidate model, as the gateway counted its requests."""
+
+    requests: int
+    """Requests forwarded to the provider, failed ones included."""
+    failed_requests: int
+    """Requests that failed after the client's retries."""
+    failed_rate: float | None
+    """``failed_requests / requests``; ``None`` without requests."""
+
+
+class RunHealth(_Model):
+    """The judges' and the candidate's health, and every way it is over the threshold."""
+
+    threshold: float
+    """:data:`HEALTH_THRESHOLD` as this record was built with it."""
+    judges: dict[str, JudgeHealth]
+    """By judge slot alias."""
+    candidate: CandidateHealth | None
+    """``None`` when the run had no gateway (calibration runs)."""
+    problems: list[str]
+    """One line per judge or candidate over the threshold; empty when the run is healthy."""
+
+    def summary_lines(self) -> list[str]:
+        """The health lines of the terminal summary."""
+        lines = []
+        for alias, j in self.judges.items():
+            rate = "n/a" if j.abstention_rate is None else f"{j.abstention_rate:.3f}"
+            lines.append(
+                f"judge {alias}: {j.calls} calls on {j.samples} samples, {j.malformed} malformed, "
+                f"{j.refusals} refusals, {j.errors} errors; abstention rate {rate}"
+            )
+        if self.candidate is not None:
+            c = self.candidate
+            lines.append(f"candidate: {c.requests} requests, {c.failed_requests} failed")
+        return lines
 
 
 class LeftOutNode(_Model):

@@ -27,8 +27,11 @@ from markupsafe import Markup
 from runner.grading.coverage import CoverageReport, JoinEdge
 from runner.grading.grades import DIMENSIONS, Dimension, Grade
 from runner.grading.model import JudgeVote
+from runner.paths import scoring_doc, tasks_dir
+from runner.record.build import load_record
 from runner.record.model import FAILURE_KINDS, RunRecord, SampleRecord, TokenCount
 from runner.record.standing import no_score_reason, unranked_reason
+from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
 
 REPORT_NAME = "report.html"
@@ -476,10 +479,6 @@ def write_report(
     Raises:
         RunError: ``record.json`` is missing or unreadable.
     """
-    from runner.paths import scoring_doc, tasks_dir
-    from runner.record.build import load_record
-    from runner.tasks.load import load_tasks
-
     record = record or load_record(run_dir)
     task_set = tasks if tasks is not None else load_tasks(tasks_dir())
     page = render_report(record, task_set, scoring_doc().read_text(encoding="utf-8"))

@@ -11,10 +11,9 @@ that did not grade every planned sample within the limit ends ``timed_out``; the
 agents), waits for the workers, and journals ``run_interrupted``. Samples cut short this way are not
 journaled: they were not the agent's failure, and a resume runs them again.
 
-**Where samples run.** On one machine the workers call the plan's backend themselves, each sample linked to the
-host's gateway. A plan may instead carry a :class:`SampleRunner` that runs whole samples elsewhere (the Ray cluster
-of ``runner.cluster``) and hands back the output, the gateway's usage, the node and any lost attempts; grading,
-judges and the journal stay here either way.
+**Where samples run** is the plan's :class:`~runner.run.sample_runner.SampleRunner`: this host's backend, each
+sample linked to the host's gateway, or a Ray cluster's nodes (``runner.cluster``). It hands back the output, the
+gateway's usage, the node and any lost tries; grading, judges and the journal stay here either way.
 
 **A stop from outside** (:class:`StopRequest`: a board's cancel, or a cluster run's driver when every node it admitted
 is gone) ends the run the same way as Ctrl-C, from any thread, and journals ``run_interrupted`` with its reason. A
@@ -22,9 +21,10 @@ is gone) ends the run the same way as Ctrl-C, from any thread, and journals ``ru
 starts nothing more and journals nothing more, and it sweeps only its own *attempt*'s sandboxes, so its agents end
 at once while the new owner's, which carry the same run id, run on.
 
-**Attempts.** Each :func:`execute` is one attempt at the run: a random id, labelled on every sandbox resource its
-samples make (``ispm.attempt``, :attr:`~runner.sandbox.backend.SampleSpec.attempt`), on this host or on a cluster
-node. A sweep by run id removes every attempt's resources; a hands-off stop sweeps by its attempt only.
+**Attempts.** Each :func:`execute` is one attempt at the run: a random id (:attr:`RunPlan.attempt`), labelled on
+every sandbox resource its samples make (``ispm.attempt``, :attr:`~runner.sandbox.backend.SampleSpec.attempt`), on
+this host or on a cluster node. A sweep by run id removes every attempt's resources; a hands-off stop sweeps by its
+attempt only.
 
 **Circuit breakers** (``runner.run.breaker``). When a judge or the candidate has failed on ``spec.breaker_after``
 consecutive samples, the run stops the same way (no new sample, the run's sandboxes swept, samples already being
@@ -43,7 +43,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+from typing import Literal
 
 from runner import log
 from runner.contract import SampleOutput
@@ -56,19 +56,16 @@ from runner.run.journal import (
     RunInterrupted,
     RunStopped,
     RunTimedOut,
-    SampleAttempt,
     SampleFinished,
     SampleGraded,
 )
 from runner.run.progress import Progress, make_progress
+from runner.run.sample_runner import RanSample, SampleRunner
 from runner.run.spec import RunSpec
-from runner.sandbox.backend import Backend, SampleSpec, gateway_link
+from runner.sandbox.backend import SampleSpec
 from runner.tasks.model import Task
 from runner.tasks.truth import TaskTruth
 from runner.tasks.view import agent_files
-
-if TYPE_CHECKING:
-    from runner.gateway.server import Gateway, SampleUsage
 
 _log = log.get(__name__)
 
@@ -77,7 +74,7 @@ Pair = tuple[str, int]
 _POLL_S = 0.25
 
 
-def plan(task_ids: Sequence[str], epochs: int) -> list[Pair]:
+def planned_pairs(task_ids: Sequence[str], epochs: int) -> list[Pair]:
     """Every (task, epoch) of the run, epoch by epoch, so a cut-short run has whole epochs first."""
     return [(t, e) for e in range(1, epochs + 1) for t in sorted(task_ids)]
 
@@ -128,54 +125,36 @@ class StopRequest:
         return self._requested.is_set()
 
 
-class RanSample(NamedTuple):
-    """One sample as it came back from wherever it ran."""
-
-    output: SampleOutput
-    usage: SampleUsage | None
-    """The agent's usage as the gateway counted it; ``None`` without a gateway."""
-    node: str | None = None
-    """The cluster node the kept attempt ran on; ``None`` on one machine."""
-    attempts: tuple[SampleAttempt, ...] = ()
-    """Attempts lost before the kept one."""
-
-
-class SampleRunner(Protocol):
-    """Runs whole samples somewhere other than this process (a cluster), with their gateway there."""
-
-    def run_sample(self, spec: SampleSpec, *, with_gateway: bool) -> RanSample:
-        """Run ``spec`` to its end, retrying an attempt lost with its node; never raises for the sample's own
-        failure. ``with_gateway``: link the sample to its node's model gateway and return the usage."""
-        ...
-
-    def sweep(self, run_id: str, *, attempt: str | None = None) -> None:
-        """Remove every sandbox resource of ``run_id`` wherever it runs (Ctrl-C, a tripped breaker), or only those
-        of its attempt ``attempt`` (the ``ispm.attempt`` label: a hands-off stop)."""
-        ...
-
-
 @dataclass
 class RunPlan:
-    """What the scheduler needs: the spec, the tasks and their truth, the backend, the judges, the journal."""
+    """What the scheduler needs: the spec, the tasks and their truth, where samples run, the judges, the journal."""
 
     run_id: str
+    """The run's id, labelled on its sandboxes (``ispm.run``)."""
     spec: RunSpec
+    """What the run is: agent, models, repetition and limits."""
     image: str
     """The resolved image tag."""
     tasks: dict[str, Task]
+    """The planned tasks, by id."""
     truths: dict[str, TaskTruth]
-    backend: Backend[Any]
+    """Their ground truth, by task id (host only: it never enters a sandbox)."""
+    runner: SampleRunner
+    """Where the samples run: this host (:class:`~runner.run.sample_runner.HostRunner`) or a cluster."""
     judges: list[Judge]
+    """One judge per slot, in slot order."""
     world_file: Path
+    """The snapshot the grader replays the agent's SQL on."""
     journal: Journal
+    """Where every finished sample, vote and the run's end are appended."""
     replay_dir: Path | None = None
-    gateway: Gateway | None = None
+    """The gold recordings mounted for the replay agent (calibration runs only)."""
     finished: dict[Pair, SampleOutput] = field(default_factory=dict)
     """Samples already collected by an earlier attempt (graded or not)."""
     graded: set[Pair] = field(default_factory=set)
     """Samples already graded by an earlier attempt: skipped."""
-    runner: SampleRunner | None = None
-    """Runs samples elsewhere (a cluster) instead of ``backend`` and ``gateway`` here."""
+    attempt: str = field(default_factory=lambda: secrets.token_hex(8))
+    """This attempt at the run (fresh by default): labelled on every sandbox its samples make (``ispm.attempt``)."""
 
 
 class _Worker:
@@ -183,22 +162,20 @@ class _Worker:
 
     def __init__(
         self,
-        p: RunPlan,
+        plan: RunPlan,
         deadline: float,
         clock: Callable[[], float],
         progress: Progress,
         request: StopRequest | None = None,
     ) -> None:
-        self.p = p
+        self.plan = plan
         self.request = request
         self.deadline = deadline
         self.clock = clock
         self.progress = progress
-        self.attempt = secrets.token_hex(8)
-        """This attempt at the run: labelled on every sandbox its samples make (``ispm.attempt``)."""
         self.stop = threading.Event()
         self.deadline_hit = threading.Event()
-        self.breakers = Breakers(p.spec.breaker_after, p.spec.candidate)
+        self.breakers = Breakers(plan.spec.breaker_after, plan.spec.candidate)
         self._local = threading.local()
         self._contexts: list[GradingContext] = []
         self._lock = threading.Lock()
@@ -207,7 +184,7 @@ class _Worker:
         # The replay connection is SQLite's, which belongs to the thread that opened it.
         found: GradingContext | None = getattr(self._local, "context", None)
         if found is None:
-            found = GradingContext(self.p.world_file)
+            found = GradingContext(self.plan.world_file)
             self._local.context = found
             with self._lock:
                 self._contexts.append(found)
@@ -227,22 +204,22 @@ class _Worker:
             self.deadline_hit.set()
             return None
         task_id, epoch = pair
-        output = self.p.finished.get(pair)
+        output = self.plan.finished.get(pair)
         if output is None:
             self.progress.started(pair)
-            limit = min(self.p.spec.sample_limit_s, remaining)
+            limit = min(self.plan.spec.sample_limit_s, remaining)
             ran = self._run(task_id, epoch, limit)
             output, usage = ran.output, ran.usage
             if self.stop.is_set() or self.hands_off():
                 return None
-            if output.status == "timeout" and limit < self.p.spec.sample_limit_s:
+            if output.status == "timeout" and limit < self.plan.spec.sample_limit_s:
                 self.deadline_hit.set()
-            self.p.journal.append(
-                SampleFinished(output=output, usage=usage, node=ran.node, attempts=list(ran.attempts))
+            self.plan.journal.append(
+                SampleFinished(output=output, usage=usage, node=ran.node, attempts=list(ran.lost_tries))
             )
             _log.info(
                 "run.sample_finished",
-                run=self.p.run_id,
+                run=self.plan.run_id,
                 sample=f"{task_id}.e{epoch}",
                 status=output.status,
                 error=output.error,
@@ -252,11 +229,11 @@ class _Worker:
                 self.stop.set()
         started = time.perf_counter()
         result = grade_sample(
-            self.p.tasks[task_id], self.p.truths[task_id], output, self.p.judges, epoch, context=self.context()
+            self.plan.tasks[task_id], self.plan.truths[task_id], output, self.plan.judges, epoch, context=self.context()
         )
         if self.hands_off():
             return None
-        self.p.journal.append(
+        self.plan.journal.append(
             SampleGraded(
                 task_id=task_id,
                 epoch=epoch,
@@ -276,37 +253,24 @@ class _Worker:
         return self.request is not None and self.request.hands_off
 
     def _run(self, task_id: str, epoch: int, limit: float) -> RanSample:
-        task = self.p.tasks[task_id]
+        task = self.plan.tasks[task_id]
         spec = SampleSpec(
             task_id=task_id,
             epoch=epoch,
-            run_id=self.p.run_id,
-            attempt=self.attempt,
-            image=self.p.image,
+            run_id=self.plan.run_id,
+            attempt=self.plan.attempt,
+            image=self.plan.image,
             # The agent is told the sample limit, not the clamped one: the clamp is the run's business.
-            task_files=agent_files(task, time_limit_seconds=int(self.p.spec.sample_limit_s)),
+            task_files=agent_files(task, time_limit_seconds=int(self.plan.spec.sample_limit_s)),
             time_limit_s=limit,
-            replay_dir=self.p.replay_dir,
-            world_file=self.p.world_file,
+            replay_dir=self.plan.replay_dir,
+            world_file=self.plan.world_file,
         )
-        if self.p.runner is not None:
-            # The cluster's gateways are on its nodes, with their keys: the spec says whether the agent needs one.
-            needs_model = self.p.spec.candidate is not None and self.p.spec.calibration is None
-            return self.p.runner.run_sample(spec, with_gateway=needs_model)
-        if self.p.gateway is None:
-            return RanSample(self.p.backend.run_sample(spec), None)
-        with gateway_link(self.p.gateway, spec.sample_id) as (folder, token):
-            output = self.p.backend.run_sample(
-                spec.model_copy(
-                    update={"gateway_socket_dir": folder, "gateway_token": token, "gateway_model": self.p.gateway.model}
-                )
-            )
-        # Read after the link closed: revoking the token waits for the sample's requests in flight.
-        return RanSample(output, self.p.gateway.usage(spec.sample_id))
+        return self.plan.runner.run_sample(spec)
 
 
 def execute(
-    p: RunPlan,
+    plan: RunPlan,
     *,
     used_s: float = 0.0,
     clock: Callable[[], float] = time.monotonic,
@@ -321,21 +285,21 @@ def execute(
     never another attempt's of the same run). A tripped circuit breaker ends with ``stopped`` the same way, and
     journals its reason.
     """
-    todo = [pair for pair in plan(list(p.tasks), p.spec.epochs) if pair not in p.graded]
+    todo = [pair for pair in planned_pairs(list(plan.tasks), plan.spec.epochs) if pair not in plan.graded]
     start = clock()
-    deadline = start + p.spec.run_limit_s - used_s
+    deadline = start + plan.spec.run_limit_s - used_s
     shown = progress or make_progress(sys.stderr)
-    worker = _Worker(p, deadline, clock, shown, stop)
+    worker = _Worker(plan, deadline, clock, shown, stop)
     _log.info(
         "run.scheduling",
-        run=p.run_id,
-        attempt=worker.attempt,
+        run=plan.run_id,
+        attempt=plan.attempt,
         todo=len(todo),
-        done=len(p.graded),
+        done=len(plan.graded),
         used_s=round(used_s, 3),
     )
-    shown.begin(total=len(todo) + len(p.graded), done=len(p.graded), limit_s=p.spec.run_limit_s, used_s=used_s)
-    pool = ThreadPoolExecutor(max_workers=p.spec.concurrency, thread_name_prefix="ispm-sample")
+    shown.begin(total=len(todo) + len(plan.graded), done=len(plan.graded), limit_s=plan.spec.run_limit_s, used_s=used_s)
+    pool = ThreadPoolExecutor(max_workers=plan.spec.concurrency, thread_name_prefix="ispm-sample")
     futures: dict[Future[str | None], Pair] = {}
     outcome: Outcome = "completed"
     try:
@@ -349,52 +313,51 @@ def execute(
                     shown.finished(futures[f], status)
             if worker.breakers.tripped is not None:
                 outcome = "stopped"
-                _stop(worker, pool, p)
+                _stop(worker, pool, plan)
                 break
             if stop is not None and stop.is_set():
                 outcome = "interrupted"
-                _stop(worker, pool, p, own_only=stop.hands_off)
+                _stop(worker, pool, plan, own_only=stop.hands_off)
                 break
             if clock() >= deadline:
                 worker.deadline_hit.set()
     except KeyboardInterrupt:
         outcome = "interrupted"
-        _stop(worker, pool, p)
+        _stop(worker, pool, plan)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         worker.close()
         shown.end()
     used = used_s + (clock() - start)
-    _log.info("run.stopped", run=p.run_id, outcome=outcome, used_s=round(used, 3))
+    _log.info("run.stopped", run=plan.run_id, outcome=outcome, used_s=round(used, 3))
     if outcome == "interrupted":
         if not worker.hands_off():
             reason = stop.reason if stop is not None else None
-            p.journal.append(RunInterrupted(used_s=round(used, 3), reason=reason))
+            plan.journal.append(RunInterrupted(used_s=round(used, 3), reason=reason))
         return outcome, used
     trip = worker.breakers.tripped
     if outcome == "stopped" and all(f.done() and not f.cancelled() and f.result() is not None for f in futures):
         outcome = "completed"  # the trip came with the last sample: nothing is left to stop, health will tell
     if outcome == "stopped" and trip is not None:
-        _log.warning("run.breaker_tripped", run=p.run_id, breaker=trip.breaker, party=trip.party, reason=trip.reason)
-        p.journal.append(RunStopped(used_s=round(used, 3), breaker=trip.breaker, party=trip.party, reason=trip.reason))
+        _log.warning("run.breaker_tripped", run=plan.run_id, breaker=trip.breaker, party=trip.party, reason=trip.reason)
+        plan.journal.append(
+            RunStopped(used_s=round(used, 3), breaker=trip.breaker, party=trip.party, reason=trip.reason)
+        )
         return outcome, used
     if worker.deadline_hit.is_set() or any(f.result() is None for f in futures):
-        p.journal.append(RunTimedOut(used_s=round(used, 3), limit_s=p.spec.run_limit_s))
+        plan.journal.append(RunTimedOut(used_s=round(used, 3), limit_s=plan.spec.run_limit_s))
         return "timed_out", used
     return outcome, used
 
 
-def _stop(worker: _Worker, pool: ThreadPoolExecutor, p: RunPlan, *, own_only: bool = False) -> None:
+def _stop(worker: _Worker, pool: ThreadPoolExecutor, plan: RunPlan, *, own_only: bool = False) -> None:
     worker.stop.set()
     pool.shutdown(wait=False, cancel_futures=True)
     # Hands-off (``own_only``): the run is another process's now, and so are the sandboxes of its attempt, which carry
     # the same run id: only this attempt's go.
-    attempt = worker.attempt if own_only else None
+    attempt = plan.attempt if own_only else None
     try:
         # Removing the containers ends the agents now; the workers then return without journaling.
-        if p.runner is not None:
-            p.runner.sweep(p.run_id, attempt=attempt)
-        else:
-            p.backend.sweep(p.run_id, attempt=attempt)
+        plan.runner.sweep(plan.run_id, attempt=attempt)
     except SandboxError as exc:
-        _log.error("run.sweep_failed", run=p.run_id, attempt=attempt, error=str(exc))
+        _log.error("run.sweep_failed", run=plan.run_id, attempt=attempt, error=str(exc))

@@ -12,6 +12,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from runner.errors import IspmError
+from runner.grading.slots import is_reference, slots_problem
 
 V1_EPOCHS: Final = 5
 V1_CONCURRENCY: Final = 2
@@ -99,12 +100,17 @@ class RunSpec(BaseModel):
     official: bool = False
     """True only when ``official`` accepted the spec."""
 
+    @property
+    def needed_model(self) -> str | None:
+        """The candidate when the agent needs a model, and so a gateway: ``None`` for a calibration run."""
+        return self.candidate if self.candidate and self.calibration is None else None
+
     @field_validator("judges")
     @classmethod
     def _distinct_judges(cls, value: tuple[str, str]) -> tuple[str, str]:
-        # Two slots with one alias would make their votes indistinguishable in consensus.
-        if value[0] == value[1]:
-            raise ValueError(f"the two judge slots need distinct aliases (use ref#1 and ref#2), got {list(value)}")
+        problem = slots_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
 
@@ -122,7 +128,7 @@ def official(spec: RunSpec, digests: Digests) -> RunSpec:
         problems.append("a task filter; official runs run every task")
     if any(not j.strip() for j in spec.judges):
         problems.append("two judge aliases are required")
-    if any(j.split("#")[0] == "ref" for j in spec.judges):
+    if any(is_reference(j) for j in spec.judges):
         problems.append("the offline reference judge cannot fill an official judge slot; declare two model judges")
     if not spec.candidate:
         problems.append("no candidate model")

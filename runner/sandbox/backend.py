@@ -26,7 +26,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
@@ -225,6 +225,20 @@ def gateway_link(gateway: Gateway, sample_id: str) -> Iterator[tuple[Path, Secre
             gateway.revoke(sample_id)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_linked(backend: Backend[Any], spec: SampleSpec, gateway: Gateway | None) -> SampleOutput:
+    """Run ``spec`` through ``backend``, linked to ``gateway`` when there is one (:func:`gateway_link`: a per-sample
+    socket and token, revoked once the sample ends); never raises for the sample's own failure.
+
+    Raises:
+        GatewayError: the sample's socket cannot be bound, or it already holds a live token.
+    """
+    if gateway is None:
+        return backend.run_sample(spec)
+    with gateway_link(gateway, spec.sample_id) as (folder, token):
+        update = {"gateway_socket_dir": folder, "gateway_token": token, "gateway_model": gateway.model}
+        return backend.run_sample(spec.model_copy(update=update))
 
 
 # -- ownership ---------------------------------------------------------------------------------------------

@@ -15,14 +15,8 @@ What the digest does not cover: the mirror's content (a Debian point release beh
 sources keeps the tag) and the mmdebstrap version. Pin the sources to a snapshot URI to pin the
 former; two builds from the same mirror state are byte-identical (see ``build_rootfs``).
 
-**Third-party agents, vendored by the host.** An image whose spec names a ``vendor`` step gets third-party
-code into its build context before ``docker build``, through the host's pip and never a registry or pip in the
-image: the folder's ``requirements.txt`` pins every package by version and sha256, ``pip download
---require-hashes`` fetches the wheels for the base image's Python (``WHEEL_TARGET``) into
-``.cache/wheels/<name>/``, and the step puts them into the context (Claude Code's native CLI out of its wheel, or
-a ``site/`` installed with ``pip install --target``). The digest covers the pinned requirements and the step,
-never the downloaded bytes, so the tag does not depend on when or where they were fetched; a warm wheel cache
-needs no network at all.
+**Third-party agents** get their code into the build context through the host's pip, pinned by version and sha256
+(``runner.sandbox.vendoring``); the digest covers the pinned requirements and the step, never the downloaded bytes.
 
 **An upstream base, as an option.** A machine that does reach a registry may set
 ``ISPM_UPSTREAM_BASE`` to an upstream Debian image pinned by digest (``debian@sha256:<hex>``, or a
@@ -33,21 +27,16 @@ unpinned reference (a bare tag) is refused: a tag can move, and the benchmark's 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
-import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import docker
 import docker.errors
@@ -55,7 +44,8 @@ from filelock import FileLock
 from pydantic import BaseModel, ConfigDict
 
 from runner import log, paths
-from runner.errors import IspmError
+from runner.sandbox.build import BUILD_LOG_TAIL, ImageError, canonical_digest, file_entries, run_logged
+from runner.sandbox.vendoring import WHEEL_TARGET, Vendoring, vendor_into, wheel_cache
 from runner.world.digest import file_sha256
 
 _log = log.get(__name__)
@@ -74,15 +64,10 @@ IMPORT_CHANGES: tuple[str, ...] = (
     "WORKDIR /",
     'CMD ["/bin/bash"]',
 )
-_BUILD_LOG_TAIL = 40
 UPSTREAM_ENV = "ISPM_UPSTREAM_BASE"
 # A reference pinned to content: `name@sha256:<64 hex>` (a registry manifest digest) or `sha256:<64 hex>` (an image
 # id on this engine). Anything else, `debian:bookworm` above all, names something that can change under us.
 _PINNED = re.compile(r"^(?:[a-z0-9][a-z0-9._/:-]*@)?sha256:[0-9a-f]{64}$")
-
-
-class ImageError(IspmError):
-    """An image could not be built, imported or inspected."""
 
 
 class ImageRef(BaseModel):
@@ -117,10 +102,6 @@ class ImageRecord(BaseModel):
     images: dict[str, ImageRef]
 
 
-Vendoring = Literal["claude-code", "site-packages"]
-"""How third-party code from the folder's ``requirements.txt`` enters a build context (see :func:`vendor_into`)."""
-
-
 @dataclass(frozen=True)
 class ImageSpec:
     """How one image is made: from a rootfs (the base) or a Dockerfile on top of ``parent``."""
@@ -140,26 +121,6 @@ SPECS: tuple[ImageSpec, ...] = (
     ImageSpec("agent-claude-code", "agents/claude-code", parent="base", vendor="claude-code"),
     ImageSpec("agent-openai-agents", "agents/openai-agents", parent="base", vendor="site-packages"),
 )
-REQUIREMENTS = "requirements.txt"
-# The wheels the base image's interpreter can load: Debian 12's CPython 3.11 on glibc 2.36, x86_64. Passed to
-# every pip call of a vendoring step, so the host's own Python and libc never decide what goes into an image.
-WHEEL_TARGET: tuple[str, ...] = (
-    "--only-binary=:all:",
-    "--python-version=3.11",
-    "--implementation=cp",
-    "--abi=cp311",
-    "--abi=abi3",
-    "--abi=none",
-    "--platform=manylinux_2_28_x86_64",
-    "--platform=manylinux_2_17_x86_64",
-    "--platform=manylinux2014_x86_64",
-    "--platform=manylinux_2_5_x86_64",
-    "--platform=manylinux1_x86_64",
-    "--platform=any",
-)
-# Where Claude Code's native CLI sits in the claude-agent-sdk wheel, and where the Dockerfile expects it.
-CLAUDE_IN_WHEEL = "claude_agent_sdk/_bundled/claude"
-CLAUDE_IN_CONTEXT = "vendor/claude"
 
 
 def repo_root() -> Path:
@@ -186,15 +147,11 @@ def apt_source_files(etc_apt: Path = Path("/etc/apt")) -> list[Path]:
 
 
 def _tree(folder: Path) -> list[list[object]]:
-    # Path, executable bit and content hash of every file: the exec bit matters because build.sh,
-    # the hook and the SQL tool run as programs. Bytecode caches are not inputs.
-    entries: list[list[object]] = []
-    for path in sorted(folder.rglob("*")):
-        if not path.is_file() or "__pycache__" in path.parts or path.suffix == ".pyc":
-            continue
-        executable = bool(path.stat().st_mode & 0o111)
-        entries.append([path.relative_to(folder).as_posix(), executable, file_sha256(path)])
-    return entries
+    # Every file but bytecode caches; the exec bit counts because build.sh, the hook and the SQL tool run as programs.
+    files = (
+        p for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    )
+    return file_entries(files, folder)
 
 
 def upstream_base() -> str | None:
@@ -233,8 +190,7 @@ def input_digest(spec: ImageSpec, parent_digest: str | None, sources: list[Path]
     elif spec.parent is None:
         doc["import_changes"] = list(IMPORT_CHANGES)
         doc["apt_sources"] = [[str(p), file_sha256(p)] for p in sources]
-    canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return canonical_digest(doc)
 
 
 def tag_for(name: str, digest: str) -> str:
@@ -274,19 +230,6 @@ def build_rootfs(out: Path, sources: list[Path] | None = None, log_file: Path | 
     log_target.write_bytes(b"")
     run_logged(["bash", str(script), str(out), *map(str, files)], log_target, what="base rootfs build")
     return file_sha256(out)
-
-
-def run_logged(command: list[str], log_file: Path, *, what: str) -> None:
-    """Run ``command`` with its output appended to ``log_file``.
-
-    Raises:
-        ImageError: it failed; the message names ``what``, the exit code and the log, and ends with the log's tail.
-    """
-    with log_file.open("ab") as sink:
-        done = subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT, check=False)
-    if done.returncode != 0:
-        tail = log_file.read_text(errors="replace").splitlines()[-_BUILD_LOG_TAIL:]
-        raise ImageError(f"{what} failed (exit {done.returncode}), log {log_file}:\n" + "\n".join(tail))
 
 
 def _docker() -> Any:
@@ -357,94 +300,6 @@ def _build_derived(client: Any, spec: ImageSpec, tag: str, digest: str, parent_t
         shutil.rmtree(context, ignore_errors=True)
 
 
-# -- vendoring: third-party code fetched by the host's pip, pinned by version and sha256 -------------------
-
-
-def wheel_cache(name: str) -> Path:
-    """Where the pinned wheels of image ``name`` are kept between builds (a build input cache, gitignored)."""
-    return paths.cache_dir() / "wheels" / name
-
-
-def pinned_requirements(requirements: Path) -> dict[str, set[str]]:
-    """Each ``name==version`` of a pip requirements file with the sha256 hex digests it allows (``--hash``)."""
-    text = requirements.read_text(encoding="utf-8").replace("\\\n", " ")
-    pins: dict[str, set[str]] = {}
-    for line in text.splitlines():
-        body = line.split(" #", 1)[0] if not line.startswith("#") else ""
-        requirement = body.split()
-        if requirement and not requirement[0].startswith("-"):
-            pins[requirement[0]] = set(re.findall(r"--hash=sha256:([0-9a-f]{64})", body))
-    return pins
-
-
-def pinned_hashes(requirements: Path) -> set[str]:
-    """Every sha256 hex digest a pip requirements file allows."""
-    return {digest for digests in pinned_requirements(requirements).values() for digest in digests}
-
-
-def missing_wheels(requirements: Path, cache: Path) -> set[str]:
-    """The pinned requirements with no wheel of an allowed content in ``cache`` yet."""
-    present = {file_sha256(p) for p in cache.glob("*.whl")} if cache.is_dir() else set()
-    return {pin for pin, digests in pinned_requirements(requirements).items() if not digests & present}
-
-
-def _pip(args: list[str], log_file: Path, what: str) -> None:
-    run_logged([sys.executable, "-m", "pip", "--disable-pip-version-check", *args], log_file, what=what)
-
-
-def fetch_wheels(requirements: Path, cache: Path, log_file: Path, *, with_deps: bool) -> None:
-    """Download the wheels ``requirements`` pins into ``cache``, unless they are all there already.
-
-    ``--require-hashes`` makes pip refuse any file whose sha256 is not pinned; with ``with_deps`` it also refuses
-    a dependency that is not pinned, so the lock is complete.
-
-    Raises:
-        ImageError: pip failed (no network, a hash mismatch, an unpinned dependency).
-    """
-    if not missing_wheels(requirements, cache):
-        return
-    cache.mkdir(parents=True, exist_ok=True)
-    args = ["download", "-q", "--require-hashes", *WHEEL_TARGET, "-r", str(requirements), "-d", str(cache)]
-    _pip(args if with_deps else [*args, "--no-deps"], log_file, f"pip download of {requirements}")
-
-
-def vendor_into(context: Path, step: Vendoring, cache: Path, log_file: Path) -> None:
-    """Put the third-party code of ``context/requirements.txt`` into the build context ``context``.
-
-    - ``claude-code``: the Claude Code CLI, the native binary bundled in the pinned claude-agent-sdk wheel, at
-      ``vendor/claude``.
-    - ``site-packages``: every pinned package installed for the base image's Python into ``site/``.
-
-    Raises:
-        ImageError: the wheels could not be fetched or installed, or the CLI is not in the wheel.
-    """
-    requirements = context / REQUIREMENTS
-    fetch_wheels(requirements, cache, log_file, with_deps=step == "site-packages")
-    if step == "claude-code":
-        _extract_claude(requirements, cache, context / CLAUDE_IN_CONTEXT)
-        return
-    # --no-index: only the checked files of the cache; --require-hashes again, since the cache is a folder.
-    args = ["install", "-q", "--no-index", "--find-links", str(cache), "--require-hashes", *WHEEL_TARGET]
-    args += ["--no-compile", "--target", str(context / "site"), "-r", str(requirements)]
-    _pip(args, log_file, f"pip install of {requirements}")
-    # Console scripts carry the host interpreter's path; the agent imports the packages, it runs none of them.
-    shutil.rmtree(context / "site" / "bin", ignore_errors=True)
-
-
-def _extract_claude(requirements: Path, cache: Path, target: Path) -> None:
-    allowed = pinned_hashes(requirements)
-    wheels = [p for p in sorted(cache.glob("claude_agent_sdk-*.whl")) if file_sha256(p) in allowed]
-    if not wheels:
-        raise ImageError(f"no claude-agent-sdk wheel pinned by {requirements} in {cache}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with zipfile.ZipFile(wheels[0]) as wheel, wheel.open(CLAUDE_IN_WHEEL) as src, target.open("wb") as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
-    except KeyError as exc:
-        raise ImageError(f"{wheels[0].name} has no {CLAUDE_IN_WHEEL}") from exc
-    target.chmod(0o755)
-
-
 def docker_build(
     client: Any,
     context: Path,
@@ -473,7 +328,7 @@ def docker_build(
         )
     except docker.errors.BuildError as exc:
         lines = [str(chunk.get("stream") or chunk.get("error") or "").rstrip() for chunk in exc.build_log]
-        raise ImageError(f"docker build of {tag} failed: {exc}\n" + "\n".join(lines[-_BUILD_LOG_TAIL:])) from exc
+        raise ImageError(f"docker build of {tag} failed: {exc}\n" + "\n".join(lines[-BUILD_LOG_TAIL:])) from exc
     except docker.errors.APIError as exc:
         raise ImageError(f"docker build of {tag} failed: {exc}") from exc
     return image

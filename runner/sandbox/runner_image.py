@@ -16,8 +16,6 @@ base image's digest, so an unchanged runner is never rebuilt.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import shutil
 import sys
 import tempfile
@@ -28,15 +26,14 @@ from typing import Any
 import docker.errors
 
 from runner import log
+from runner.sandbox.build import ImageError, canonical_digest, file_entries, run_pip
 from runner.sandbox.images import (
     REPOSITORY_PREFIX,
-    ImageError,
     ImageRef,
     docker_build,
     ensure_images,
     images_dir,
     repo_root,
-    run_logged,
     tag_for,
 )
 
@@ -67,18 +64,11 @@ def _files(root: Path) -> list[Path]:
 def input_digest(base_digest: str, root: Path | None = None) -> str:
     """``sha256:<hex>`` over the base image's digest and every source file (path, exec bit, content)."""
     top = root or repo_root()
-    entries = [
-        [p.relative_to(top).as_posix(), bool(p.stat().st_mode & 0o111), hashlib.sha256(p.read_bytes()).hexdigest()]
-        for p in _files(top)
-    ]
-    doc = {"name": NAME, "base": base_digest, "files": entries}
-    canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return canonical_digest({"name": NAME, "base": base_digest, "files": file_entries(_files(top), top)})
 
 
 def _pip(*args: str, log_file: Path) -> None:
-    command = [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
-    run_logged(command, log_file, what=f"pip {args[0]} for the runner image")
+    run_pip(list(args), log_file, what=f"pip {args[0]} for the runner image")
 
 
 def prepare_context(context: Path, log_file: Path) -> None:

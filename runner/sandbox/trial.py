@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from runner.contract import SampleOutput
 from runner.errors import SandboxError, TaskError
 from runner.paths import tasks_dir
-from runner.sandbox.backend import Backend, SampleSpec, SweepReport, gateway_link
+from runner.sandbox.backend import Backend, SampleSpec, SweepReport, run_linked
+from runner.sandbox.docker import DockerBackend, sweep
 from runner.sandbox.images import expected_tags
+from runner.sandbox.local import LocalBackend
 from runner.tasks.load import load_tasks
 from runner.tasks.view import agent_files
 
@@ -46,12 +48,8 @@ def make_backend(name: BackendName) -> Backend[Any]:
         SandboxError: Docker is not reachable (``docker``), or the name is unknown.
     """
     if name == "docker":
-        from runner.sandbox.docker import DockerBackend
-
         return DockerBackend()
     if name == "local":
-        from runner.sandbox.local import LocalBackend
-
         return LocalBackend()
     raise SandboxError(f"unknown sandbox backend {name!r}; use docker or local")
 
@@ -90,18 +88,11 @@ def try_sample(
         time_limit_s=time_limit_s,
         replay_dir=replay_dir,
     )
-    runner = make_backend(backend)
+    sandboxes = make_backend(backend)
     try:
-        if gateway is None:
-            return runner.run_sample(spec)
-        with gateway_link(gateway, spec.sample_id) as (folder, token):
-            return runner.run_sample(
-                spec.model_copy(
-                    update={"gateway_socket_dir": folder, "gateway_token": token, "gateway_model": gateway.model}
-                )
-            )
+        return run_linked(sandboxes, spec, gateway)
     finally:
-        runner.close()
+        sandboxes.close()
 
 
 def sweep_sandbox(run_id: str | None = None, *, orphans_only: bool = False) -> SweepReport:
@@ -110,8 +101,6 @@ def sweep_sandbox(run_id: str | None = None, *, orphans_only: bool = False) -> S
     Raises:
         SandboxError: the Docker engine cannot be reached or listed.
     """
-    from runner.sandbox.docker import sweep
-
     return sweep(run_id=run_id, orphans_only=orphans_only)
 
 
