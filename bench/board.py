@@ -157,7 +157,8 @@ def main() -> None:
             cold = time.perf_counter() - started
             print(f"board bench: {args.runs} published runs, {args.clients} clients, {args.seconds:g} s per route")
             print(
-                f"first GET /leaderboard after start (renders, reads every record)  {cold:6.2f} s   page {size / 1e6:.2f} MB"
+                f"first GET /leaderboard after start (renders, reads every record)  {cold:6.2f} s   "
+                f"page {size / 1e6:.2f} MB"
             )
             base = _load(port, "/api/v1/key", args.clients, args.seconds)
             for path in ("/leaderboard", "/"):  # "/" is the site's contract page (runner/site)
