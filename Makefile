@@ -90,6 +90,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/tasks.py
 	$(BIN)/python bench/gateway.py
 	$(BIN)/python bench/forwarder.py
+	$(BIN)/python bench/transcripts.py
+	$(BIN)/python bench/sample_pages.py
 	$(BIN)/python bench/grading.py
 	$(BIN)/python bench/sandbox.py
 	$(BIN)/python bench/analytics.py

@@ -99,7 +99,7 @@ def test_every_site_page_answers_with_its_content(board: BoardProcess, mixed: Pa
         "/tasks/ispm-001": ["Leavers who can still sign in to Okta", "Witness SQL", "Dual witness", "lumen_login"],
         "/dataset": [manifest.logical_digest, manifest.snapshot.sha256, manifest.publish_date, "okta_users"],
         "/dataset/okta_users": ["First 20 rows of", "Columns"],
-        "/leaderboard": [f'<a href="/runs/{load_record(mixed).run_id}">', "test-site", 'href="/tasks"'],
+        "/leaderboard": [f'<a href="/runs/{load_record(mixed).run_id}/">', "test-site", 'href="/tasks"'],
         "/scoring": ["How a run becomes a score", "Consensus, both rules"],
         "/submit": ["ispm submit --board " + board.url, "openai/cand"],
     }
@@ -127,7 +127,7 @@ def test_a_published_run_shows_on_the_task_list_and_its_task_pages(board: BoardP
         row = html.split(f'id="row-{task_id}"')[1].split("</tr>")[0]
         assert f'class="g {grade}"' in row and record.run_id in row, task_id
     page = _get(board, "/tasks/ispm-046").text
-    assert f'<a href="/runs/{record.run_id}">{record.run_id}</a>' in page
+    assert f'<a href="/runs/{record.run_id}/">{record.run_id}</a>' in page
     assert "Mixed &lt;b&gt;agent&lt;/b&gt; (openai/cand)" in page  # the submitter's name, escaped
 
 

@@ -28,6 +28,7 @@ from site_fixtures import (
 
 from runner.paths import tasks_dir
 from runner.record.build import load_record
+from runner.record.sample_page import SAMPLES_DIR
 from runner.site.build import build_site, published_from_folders
 from runner.site.sources import load_sources
 from runner.tasks.load import load_tasks
@@ -49,9 +50,11 @@ def site(tmp_path_factory: pytest.TempPathFactory, mixed: Path) -> Path:
     return out
 
 
-def test_every_internal_link_on_every_page_names_a_file_of_the_site(site: Path) -> None:
+def test_every_internal_link_on_every_page_names_a_file_of_the_site(site: Path, mixed: Path) -> None:
     pages = sorted(site.rglob("*.html"))
-    assert len(pages) == 202  # 201 site pages and the published run's report
+    sample_pages = len(list((mixed / SAMPLES_DIR).glob("*.html")))
+    assert sample_pages == 20  # 10 tasks x 2 epochs
+    assert len(pages) == 201 + 1 + sample_pages  # the site, and the published run's report with its sample pages
     ids = {page: PageLinks(page.read_text(encoding="utf-8")).ids for page in pages}
     checked = 0
     for page in pages:

@@ -38,6 +38,7 @@ from runner.board.tokens import authenticate, bearer
 from runner.board.upload import receive
 from runner.record.model import RunRecord
 from runner.record.report import REPORT_NAME
+from runner.record.sample_page import sample_page_path
 from runner.record.verify import public_key_sha256, statement_paths
 from runner.serving import head_problem
 from runner.site import render
@@ -338,7 +339,17 @@ def create_app(ctx: BoardContext) -> Starlette:
 
     def run_report(request: Request) -> Response:
         sub = _by_run(inputs.run_id(request.path_params["run_id"]))
+        if not request.url.path.endswith("/"):
+            # The report links its sample pages as samples/...: they resolve under /runs/<id>/ only.
+            return Response(status_code=308, headers={"location": f"/runs/{sub.run_id}/"})
         return FileResponse(_present(Path(sub.run_dir or "") / REPORT_NAME), media_type="text/html")
+
+    def sample_page(request: Request) -> Response:
+        sub = _by_run(inputs.run_id(request.path_params["run_id"]))
+        page = sample_page_path(Path(sub.run_dir or ""), request.path_params["page"])
+        if page is None:
+            raise BoardError("no such sample page", status=404)
+        return FileResponse(page, media_type="text/html")
 
     def download(request: Request) -> Response:
         sub = _by_run(inputs.run_id(request.path_params["run_id"]))
@@ -396,6 +407,8 @@ def create_app(ctx: BoardContext) -> Starlette:
         Route("/submissions", submissions_page),
         Route("/submissions/{id:int}", status_page),
         Route("/runs/{run_id}", run_report),
+        Route("/runs/{run_id}/", run_report),
+        Route("/runs/{run_id}/samples/{page}", sample_page),
         Route("/runs/{run_id}/{what:str}", download),
         Route("/run-locally", run_locally),
         Route("/downloads/ispm", binary_download),

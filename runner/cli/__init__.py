@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from runner import __version__, log
-from runner.cli import analytics, board, grading, record, run, sandbox, schema, site, tasks, world
+from runner.cli import analytics, board, grading, record, run, sandbox, schema, site, tasks, trace, world
 from runner.cli.group import IspmGroup
 
 
@@ -52,6 +52,8 @@ COMMANDS: tuple[click.Command, ...] = (
     record.report_command,
     record.leaderboard_command,
     record.bundle_command,
+    trace.trace_command,
+    trace.export_command,
     schema.schema,
     board.board,
     board.submit,

@@ -36,12 +36,15 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from runner.contract import Answer
+from runner.gateway.capture import CallCapture, JudgeCapture
+from runner.gateway.model import ProviderResult
 from runner.gateway.protocols import TranslationError
 from runner.gateway.providers import ProviderClient, ProviderError, client_for
 from runner.grading.coverage import CoverageReport
@@ -54,6 +57,7 @@ from runner.grading.replay import ReplayReport
 from runner.grading.rubric import RubricSet, load_rubrics
 from runner.tasks.model import Task
 from runner.tasks.truth import TaskTruth
+from runner.trace.model import Caller, CallOutcome
 
 MAX_RESPONSE_CHARS = 40_000
 MAX_SQL_CHARS = 6_000
@@ -185,6 +189,10 @@ class LLMJudge:
         self.max_attempts = max_attempts
         self.max_tokens = max_tokens
         self._nonce = nonce
+        self.capture: JudgeCapture | None = None
+        """Where this judge's calls go for each sample's transcript (set by the run); ``None`` keeps none."""
+        self.slot: Caller = "judge_a"
+        """The slot this judge fills, as transcripts name it."""
 
     def judge(self, item: JudgeInput) -> list[JudgeVote]:
         """Ask the model for every dimension of ``item``; abstain on every one when it cannot."""
@@ -202,7 +210,7 @@ class LLMJudge:
         while spent["attempts"] < self.max_attempts:
             spent["attempts"] += 1
             try:
-                result = self.client.chat(str(self.requested_model), request)
+                result = self._chat(item, request)
             except ProviderError as exc:
                 dropped = _droppable(exc, request)
                 if dropped is not None:
@@ -223,6 +231,64 @@ class LLMJudge:
                 return [self._vote(item, d, g.grade, g.rationale, returned, spent) for d, g in grades.items()]
         why = f"abstained after {spent['attempts']} call(s): {reason}"
         return [self._vote(item, d, "abstain", why, returned, spent, failure) for d in dims]
+
+    def _chat(self, item: JudgeInput, request: dict[str, Any]) -> ProviderResult:
+        """One call through the client, handed to the capture (when set) however it ends."""
+        if self.capture is None:
+            return self.client.chat(str(self.requested_model), request)
+        wall, started = time.time(), time.perf_counter()
+        sent = {**request, "model": self.requested_model}
+        try:
+            result = self.client.chat(str(self.requested_model), request)
+        except (ProviderError, TranslationError) as exc:
+            status = exc.status if isinstance(exc, ProviderError) and exc.status is not None else 0
+            self._capture(item, sent, wall, started, status, "provider_error", error=excerpt(str(exc), 500))
+            raise
+        self._capture(item, sent, wall, started, 200, "ok", reply_body=result.body, returned=result.returned_model)
+        return result
+
+    def _capture(
+        self,
+        item: JudgeInput,
+        sent: dict[str, Any],
+        wall: float,
+        started: float,
+        status: int,
+        outcome: CallOutcome,
+        *,
+        reply_body: dict[str, Any] | None = None,
+        returned: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        capture = self.capture
+        if capture is None:
+            return
+        capture.record(
+            item.task.id,
+            item.epoch,
+            CallCapture(
+                sample_id=f"{item.task.id}.e{item.epoch}",
+                seq=capture.next_seq(item.task.id, item.epoch, self.slot),
+                caller=self.slot,
+                judge=self.alias,
+                api="chat",
+                provider_api=self.client.spec.wire,
+                requested_model=self.requested_model,
+                stream=False,
+                started_wall=wall,
+                latency_s=time.perf_counter() - started,
+                status=status,
+                outcome=outcome,
+                headers=[],
+                token=None,
+                request=sent,
+                request_size=len(json.dumps(sent)),
+                reply_body=reply_body,
+                returned_model=returned,
+                error=error,
+                extra_secrets=(self.client.endpoint.key,) if self.client.endpoint.key else (),
+            ),
+        )
 
     def _vote(
         self,

@@ -2,7 +2,7 @@
 
 The same renderers as the board's, with ``Links("static", depth)``: the task list holds every task and its filters
 run in the browser (reading the address's query, as a board's would). Published runs come from run folders; each
-one's ``report.html`` is copied beside the site.
+one's ``report.html`` and its sample pages are copied under ``runs/<run id>/``.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from runner.record.report import REPORT_NAME
+from runner.record.sample_page import SAMPLES_DIR
 from runner.record.store import load_records
 from runner.site import render
 from runner.site.links import DOWNLOADS_DIR, PAGES, Links
@@ -62,10 +63,14 @@ def build_site(
         shutil.copyfile(sources.world / name, files / name)
         written += (files / name).stat().st_size
     for run_id, report in reports.items():
-        target = out / "runs" / f"{run_id}.html"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(report, target)
-        written += target.stat().st_size
+        # The report and its sample pages, as they sit in the run folder, so the report's relative links hold.
+        target = out / "runs" / run_id
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(report, target / REPORT_NAME)
+        samples = report.parent / SAMPLES_DIR
+        if samples.is_dir():
+            shutil.copytree(samples, target / SAMPLES_DIR, dirs_exist_ok=True)
+        written += sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
     return SiteBuild(
         out=str(out), index=str(out / PAGES["contract"][1]), pages=len(pages), runs=len(runs), bytes=written,
         seconds=round(time.perf_counter() - started, 3),

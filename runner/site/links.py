@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from runner.record.report import REPORT_NAME
 from runner.site.model import SiteMode
 
 PAGES: dict[str, tuple[str, str]] = {
@@ -60,9 +61,9 @@ class Links:
         )
 
     def run_report(self, run_id: str) -> str:
-        """A published run's report page."""
+        """A published run's report page (a folder, so the report's links to its sample pages resolve)."""
         name = quote(run_id, safe="")
-        return f"/runs/{name}" if self.mode == "server" else f"{self._up}runs/{name}.html"
+        return f"/runs/{name}/" if self.mode == "server" else f"{self._up}runs/{name}/{REPORT_NAME}"
 
     def tasks_where(self, axis: str, value: str) -> str:
         """The task list filtered on one value (a static site's list reads the same query in the browser)."""
