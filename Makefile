@@ -99,6 +99,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/ray.py
 	$(BIN)/python bench/board.py
 	$(BIN)/python bench/inspect_sandbox.py
+	$(BIN)/python bench/site.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from runner import __version__, log
-from runner.cli import analytics, board, grading, record, run, sandbox, schema, tasks, trace, world
+from runner.cli import analytics, board, grading, record, run, sandbox, schema, site, tasks, trace, world
 from runner.cli.group import IspmGroup
 
 
@@ -58,6 +58,7 @@ COMMANDS: tuple[click.Command, ...] = (
     board.board,
     board.submit,
     board.verify_command,
+    site.site,
 )
 """Every command and group under ``ispm``, by noun."""
 
