@@ -90,6 +90,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/tasks.py
 	$(BIN)/python bench/gateway.py
 	$(BIN)/python bench/forwarder.py
+	$(BIN)/python bench/transcripts.py
+	$(BIN)/python bench/sample_pages.py
 	$(BIN)/python bench/grading.py
 	$(BIN)/python bench/sandbox.py
 	$(BIN)/python bench/analytics.py
@@ -97,6 +99,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/ray.py
 	$(BIN)/python bench/board.py
 	$(BIN)/python bench/inspect_sandbox.py
+	$(BIN)/python bench/site.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -18,7 +18,10 @@ iterating lines; time to first byte is the first ``data:`` line, latency the who
 
 each three ways: ``tcp``, the gateway's loopback TCP listener (tests only); ``uds``, its Unix socket; and ``fwd``,
 the sandbox's own forwarder script (``runner/sandbox/forwarder.py``, one per caller as there is one per sandbox)
-from a loopback port to that socket: the whole path an agent's request takes. All paths run in short alternating
+from a loopback port to that socket: the whole path an agent's request takes. Those gateways capture every call's
+transcript, as a run's do; a second pair of gateway processes with capture off serves the same three routes over
+``uds`` (``... uds nocap``), so capture's cost shows side by side in one run: time to first byte on versus off,
+and each pair's gateway CPU per request and per event (docs/gateway.md, Capture). All paths run in short alternating
 rounds (the order rotating), so drift (other work on the host) hits them alike. Loopback only, bounded loops. It
 prints figures; it asserts nothing but that every reply arrived whole.
 
@@ -182,7 +185,7 @@ def _run_fake(conn: Connection) -> None:
 # -- the gateway's process -------------------------------------------------------------------------------
 
 
-def _run_gateway(conn: Connection, candidate: str, fake_url: str, sock: str) -> None:
+def _run_gateway(conn: Connection, candidate: str, fake_url: str, sock: str, capture: bool) -> None:
     os.environ["OPENAI_API_KEY"] = os.environ["ANTHROPIC_API_KEY"] = "sk-bench-not-a-real-key"
     os.environ["OPENAI_BASE_URL"] = fake_url + "/v1"
     os.environ["ANTHROPIC_BASE_URL"] = fake_url
@@ -211,18 +214,30 @@ def _run_gateway(conn: Connection, candidate: str, fake_url: str, sock: str) -> 
             pauses.append(time.perf_counter() - started[0])
 
     gc.callbacks.append(timed)
-    with Gateway(candidate) as gw:
+
+    async def loop_cpu() -> float:  # the agents' path alone: the loop thread's CPU, without the capture's writer
+        return time.thread_time()
+
+    with Gateway(candidate, capture=capture) as gw:
         _, port = gw.listen_tcp()
         gw.listen_unix(sock)
         conn.send((port, [gw.issue_token(f"bench-{i}") for i in range(SLOTS)]))
         while (command := conn.recv()) != "stop":
             if command == "cpu":
                 conn.send(time.process_time())
+            elif command == "loop_cpu":
+                conn.send(gw._loop.run(loop_cpu()))
             elif command == "gc":  # the longest collection since the last ask
                 conn.send(max(pauses, default=0.0))
                 pauses.clear()
             elif command == "requests":
                 conn.send(sum(gw.usage(f"bench-{i}").requests for i in range(SLOTS)))
+            elif command == "drop":  # a run hands each sample's transcript over at its end; the bench's never end
+                if gw.capture is not None:
+                    for i in range(SLOTS):
+                        gw.capture.take(f"bench-{i}")
+                        gw.capture.open(f"bench-{i}")
+                conn.send("ok")
             else:  # ("profile", None) starts; ("profile", file) stops and writes the stats there
                 _, target = command
                 gw._loop.run(switch(target is None))  # the loop thread has no public handle; a bench may reach in
@@ -321,10 +336,13 @@ def _running() -> Iterator[Bench]:
         forwarder_processes: list[subprocess.Popen[bytes]] = []
         gateways: dict[str, Connection] = {}
         listening: dict[str, tuple[int, list[str], str]] = {}
-        for name in ("openai", "anthropic"):
+        for name in ("openai", "anthropic", "openai-nocap", "anthropic-nocap"):
             end, child = ctx.Pipe()
             sock = str(Path(tmp) / f"{name}.sock")
-            process = ctx.Process(target=_run_gateway, args=(child, f"{name}/bench-model", fake_url, sock), daemon=True)
+            provider, _, nocap = name.partition("-")
+            process = ctx.Process(
+                target=_run_gateway, args=(child, f"{provider}/bench-model", fake_url, sock, not nocap), daemon=True
+            )
             process.start()
             processes.append(process)
             gateways[name] = end
@@ -337,6 +355,8 @@ def _running() -> Iterator[Bench]:
 
         forwarder_ports: dict[str, list[int]] = {}  # per gateway, one forwarder per caller slot, as one per sandbox
         for name, (_, _, sock) in listening.items():
+            if name.endswith("-nocap"):
+                continue  # capture off is compared on the socket alone
             forwarder_ports[name] = []
             for _ in range(SLOTS):
                 process_, port_ = start_forwarder(Path(sock))  # the local backend's own start-up of it
@@ -375,6 +395,7 @@ def _running() -> Iterator[Bench]:
         for label, api, gateway, baseline in through:
             for transport in ("tcp", "uds", "fwd"):
                 paths.append(Route(f"{label} {transport}", api, baseline, via(gateway, transport)))
+            paths.append(Route(f"{label} uds nocap", api, baseline, via(f"{gateway}-nocap", "uds")))
         clients = {p.name: [p.client(i) for i in range(SLOTS)] for p in paths}
         gc.collect()  # the callers' process too: a full collection there would delay the replies it reads
         gc.freeze()
@@ -445,6 +466,22 @@ def _report(bench: Bench, scenario: Scenario, results: dict[tuple[str, int], lis
             print(f"{callers:>7}  {path.name:<22}{len(totals):>8}" + "".join(f"{f:8.2f}" for f in figures))
             if callers == max(CONCURRENCY) and not path.name.startswith("direct"):
                 added[path.name] = (p50 - b50, p99 - b99)
+    for path in bench.paths:
+        off = (f"{path.name.removesuffix(' uds')} uds nocap", max(CONCURRENCY))
+        on = (path.name, max(CONCURRENCY))
+        if not path.name.endswith(" uds") or off not in results or on not in results:
+            continue
+        deltas = [
+            _pct([s.first * 1000 for s in results[on]], p) - _pct([s.first * 1000 for s in results[off]], p)
+            for p in (50, 99)
+        ] + [
+            _pct([s.total * 1000 for s in results[on]], p) - _pct([s.total * 1000 for s in results[off]], p)
+            for p in (50, 99)
+        ]
+        print(
+            f"  capture on − off, {path.name} at {max(CONCURRENCY)}: ttfb p50 {deltas[0]:+.2f} / p99 {deltas[1]:+.2f};"
+            f" whole reply p50 {deltas[2]:+.2f} / p99 {deltas[3]:+.2f}"
+        )
     for name, (a50, a99) in added.items():
         met = a50 <= TARGET_P50_MS and a99 <= TARGET_P99_MS
         print(
@@ -456,19 +493,37 @@ def _report(bench: Bench, scenario: Scenario, results: dict[tuple[str, int], lis
 
 def _measured(bench: Bench, scenario: Scenario, rounds: int) -> tuple[dict[tuple[str, int], list[Sample]], str]:
     """The scenario's samples, and what the gateways' processes spent in CPU per request and per event."""
-    before = {g: (bench.ask(g, "cpu"), bench.ask(g, "requests")) for g in bench.gateways}
+    for g in bench.gateways:
+        bench.ask(g, "drop")  # the transcripts of earlier scenarios
+    before = {g: (bench.ask(g, "cpu"), bench.ask(g, "requests"), bench.ask(g, "loop_cpu")) for g in bench.gateways}
     for g in bench.gateways:
         bench.ask(g, "gc")  # forget the collections of earlier scenarios
     results = _run_scenario(bench, scenario, rounds, bench.paths)
-    cpu = sum(bench.ask(g, "cpu") - before[g][0] for g in bench.gateways)
+    spent = {
+        g: (
+            bench.ask(g, "cpu") - before[g][0],
+            bench.ask(g, "requests") - before[g][1],
+            bench.ask(g, "loop_cpu") - before[g][2],
+        )
+        for g in bench.gateways
+    }
     longest_gc = max(bench.ask(g, "gc") for g in bench.gateways) * 1000
-    requests = sum(bench.ask(g, "requests") - before[g][1] for g in bench.gateways)
-    per_request = cpu / max(requests, 1) * 1000
-    return results, (
-        f"{requests} requests through the gateways; gateway CPU {per_request:.2f} ms per request"
-        f" ({per_request / max(scenario.events, 1) * 1000:.0f} µs per text delta); longest garbage collection"
-        f" {longest_gc:.1f} ms"
-    )
+    lines = []
+    per_event: dict[bool, tuple[float, float]] = {}
+    for capture in (True, False):
+        group = [v for g, v in spent.items() if g.endswith("-nocap") != capture]
+        cpu, requests, loop = sum(v[0] for v in group), sum(v[1] for v in group), sum(v[2] for v in group)
+        per_request = cpu / max(requests, 1) * 1000
+        events = max(requests, 1) * max(scenario.events, 1)
+        per_event[capture] = (cpu / events * 1e6, loop / events * 1e6)
+        lines.append(
+            f"capture {'on' if capture else 'off'}: {requests} requests, gateway CPU {per_request:.2f} ms per request"
+            f" ({per_event[capture][0]:.0f} µs per text delta, {per_event[capture][1]:.0f} of them the loop thread's)"
+        )
+    on, off = per_event[True], per_event[False]
+    if off[0] and off[1]:
+        lines.append(f"CPU per event on/off ×{on[0] / off[0]:.3f}, the loop thread's ×{on[1] / off[1]:.3f}")
+    return results, "; ".join(lines) + f"; longest garbage collection {longest_gc:.1f} ms"
 
 
 def _profile(bench: Bench, scenario: Scenario, target: str, rounds: int) -> None:

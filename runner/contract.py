@@ -99,3 +99,94 @@ class SampleOutput(BaseModel):
     stdout_tail: str = ""
     stderr_tail: str = ""
     timings: SampleTimings = Field(default_factory=SampleTimings)
+
+
+# ------------------------------------------------------------------------------------------ the v1 contract's text
+# The publisher's six clauses, the structural-coverage note and the five parts of the public run record, as data:
+# the site's contract page (runner/site) is generated from these, never from a second copy of the text.
+class ContractClause(BaseModel):
+    """One clause of ISPM-Enterprise-SQL@v1."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    key: str
+    """A short id (``world``, ``surface`` ...), the clause's anchor on the contract page."""
+    title: str
+    """Its name, one or two words."""
+    text: str
+    """The clause, as the publisher states it."""
+
+
+class RecordPart(BaseModel):
+    """One of the five parts an official run publishes, and where ``record.json`` holds it."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    title: str
+    """The part, as the publisher names it."""
+    fields: tuple[str, ...]
+    """The run record's fields that carry it (dotted paths into ``record.json``)."""
+
+
+CONTRACT_ID: Final = "ISPM-Enterprise-SQL@v1"
+CONTRACT_SUMMARY: Final = (
+    "A text-to-SQL evaluation over a frozen synthetic enterprise. The agent must query the world, explain the "
+    "result, and leave a reviewable trace."
+)
+REVISION_RULE: Final = (
+    "A change to the task set, the world, the agent-visible surface, the repetition policy or the evidence record "
+    "is a new revision with a new identifier, not an edit to this one."
+)
+CLAUSES: Final[tuple[ContractClause, ...]] = (
+    ContractClause(
+        key="world",
+        title="World",
+        text="Every task runs against the bundled ispm-crossvendor-v1 SQLite snapshot. Its manifest names the "
+        "dataset and publish date; this implementation adds a content digest and checks it before every run.",
+    ),
+    ContractClause(
+        key="surface",
+        title="Agent-visible surface",
+        text="The agent receives the task prompt, the SQLite world and the schema documentation. Public ground "
+        "truth and witness SQL stay outside the agent workspace during the run.",
+    ),
+    ContractClause(
+        key="response",
+        title="Response",
+        text="A response must state the conclusion and identify the people, resources, policies or configuration "
+        "facts that support it.",
+    ),
+    ContractClause(
+        key="repetition",
+        title="Repetition",
+        text="Official evaluation runs each task for five epochs with two declared, floating judge aliases; the "
+        "provider-returned wire model ids are recorded once at preflight.",
+    ),
+    ContractClause(
+        key="consensus",
+        title="Consensus",
+        text="Within an epoch the lower non-abstaining judge grade wins. Across epochs, the modal grade wins and "
+        "ties resolve downward.",
+    ),
+    ContractClause(
+        key="limits",
+        title="Limits",
+        text="Official execution allows two concurrent samples, 15 minutes per sample and 12 hours for the "
+        "complete run; a run timeout produces no partial score.",
+    ),
+)
+STRUCTURAL_COVERAGE: Final = (
+    "Beside the judges, structural coverage of the agent's own SQL is measured deterministically: which of the "
+    "witness SQL's tables and joins the agent's queries touched. A fluent answer cannot erase a weak "
+    "investigation; answer quality and structural diagnostics are reported separately."
+)
+RECORD_PARTS: Final[tuple[RecordPart, ...]] = (
+    RecordPart(title="Candidate and resolved model metadata", fields=("candidate_model", "resolved_models")),
+    RecordPart(title="Aggregate and per-task consensus metrics", fields=("scores.dimensions", "scores.tasks")),
+    RecordPart(title="Per-epoch judge grades and votes", fields=("samples.votes", "scores.tasks.epochs")),
+    RecordPart(
+        title="Token and step accounting",
+        fields=("agent_tokens", "judge_tokens", "samples.agent", "samples.queries_logged"),
+    ),
+    RecordPart(title="Reliability and consistency statistics", fields=("scores.reliability", "scores.pass_hat_k")),
+)

@@ -256,7 +256,7 @@ def test_pages_in_chromium_show_the_submitters_name_as_text(
     assert NAME in names
     _no_script_ran(browser)
 
-    browser.get(board.url + "/")
+    browser.get(board.url + "/leaderboard")  # "/" is the contract (runner/site)
     assert browser.find_element(By.ID, "board-panel").is_displayed()
     links = [a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "a")]
     assert f"{board.url}/runs/{final['run_id']}" in links

@@ -59,9 +59,9 @@ def _add(ctx: Any, state: str, *, run_dir: Path | None = None, run_id: str | Non
         return int(sub.id)
 
 
-def test_many_requests_to_both_leaderboard_routes_share_one_render(board: tuple[Any, TestClient]) -> None:
+def test_many_requests_to_the_leaderboard_share_one_render(board: tuple[Any, TestClient]) -> None:
     _, client = board
-    pages = {client.get(path).text for path in ["/", "/leaderboard"] * 10}
+    pages = {client.get("/leaderboard").text for _ in range(20)}
     assert (len(pages), _renders(client)) == (1, 1)
 
 
@@ -69,16 +69,16 @@ def test_a_publish_shows_at_the_next_check_and_renders_once(
     board: tuple[Any, TestClient], gold_run: Path, tmp_path: Path
 ) -> None:
     ctx, client = board
-    client.get("/")
+    client.get("/leaderboard")
     run_dir = shutil.copytree(gold_run, tmp_path / "published-run")
     run_id = RunRecord.model_validate_json((run_dir / "record.json").read_text()).run_id
     _add(ctx, "published", run_dir=run_dir, run_id=run_id)
     time.sleep(RECHECK_S + 0.1)
     deadline = time.monotonic() + 10
-    while f"/runs/{run_id}" not in client.get("/").text:  # the old page is served while the check runs
+    while f"/runs/{run_id}" not in client.get("/leaderboard").text:  # the old page is served while the check runs
         assert time.monotonic() < deadline, "the publish never showed"
         time.sleep(0.05)
-    shown = [client.get("/").text for _ in range(5)]
+    shown = [client.get("/leaderboard").text for _ in range(5)]
     assert all(f"/runs/{run_id}" in page for page in shown)
     assert _renders(client) == 2
 
@@ -92,29 +92,29 @@ def test_a_cancel_through_the_api_shows_on_the_very_next_request(board: tuple[An
     sub_id = _add(ctx, "queued")
     with ctx.sessions() as session, session.begin():
         session.execute(update(Submission).where(Submission.id == sub_id).values(token_id=token_id))
-    assert 'id="not-published"' not in client.get("/").text
+    assert 'id="not-published"' not in client.get("/leaderboard").text
     cancelled = client.delete(f"/api/v1/submissions/{sub_id}", headers={"authorization": f"Bearer {secret}"})
     assert cancelled.status_code == 200
-    assert f'<a href="/submissions/{sub_id}">{sub_id}</a>' in client.get("/").text
+    assert f'<a href="/submissions/{sub_id}">{sub_id}</a>' in client.get("/leaderboard").text
 
 
 def test_a_runs_progress_does_not_render_the_leaderboard_again(board: tuple[Any, TestClient]) -> None:
     ctx, client = board
     sub_id = _add(ctx, "running")
-    client.get("/")
+    client.get("/leaderboard")
     for done in range(1, 4):
         with ctx.sessions() as session, session.begin():
             session.execute(
                 update(Submission).where(Submission.id == sub_id).values(samples_done=done, updated_at=utcnow())
             )
         time.sleep(RECHECK_S + 0.1)
-        client.get("/")
+        client.get("/leaderboard")
     assert _renders(client) == 1
 
 
 def test_a_page_is_gzipped_for_a_client_that_accepts_it(board: tuple[Any, TestClient]) -> None:
     _, client = board
-    plain = client.get("/", headers={"accept-encoding": "identity"})
-    zipped = client.get("/", headers={"accept-encoding": "gzip"})
+    plain = client.get("/leaderboard", headers={"accept-encoding": "identity"})
+    zipped = client.get("/leaderboard", headers={"accept-encoding": "gzip"})
     assert (plain.headers.get("content-encoding"), zipped.headers["content-encoding"]) == (None, "gzip")
     assert zipped.text == plain.text  # the client decodes it

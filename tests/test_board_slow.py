@@ -132,7 +132,7 @@ def test_the_leaderboard_answers_in_under_a_second_while_50_slow_clients_hang_on
             waits = []
             for _ in range(5):
                 started = time.monotonic()
-                assert client.get("/").status_code == 200
+                assert client.get("/leaderboard").status_code == 200
                 waits.append(time.monotonic() - started)
                 time.sleep(0.2)
         assert max(waits) < 1.0, waits

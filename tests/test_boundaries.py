@@ -30,6 +30,7 @@ STAGES: dict[str, frozenset[str]] = {
     "runner.tasks": DOCKER | HTTP,
     "runner.grading": DOCKER,  # the model judges reach their providers through runner.gateway
     "runner.record": DOCKER,
+    "runner.trace": DOCKER | HTTP,
     "runner.gateway": DOCKER,
     "runner.sandbox": HTTP - {"requests", "urllib3"},  # the Docker SDK's own transport
 }
@@ -43,6 +44,7 @@ MODELS = (
     "runner.run.model",
     "runner.run.spec",
     "runner.run.journal",
+    "runner.trace.model",
     "runner.record.model",
 )
 """The models that cross a stage boundary: importing them loads neither Docker nor an HTTP client."""

@@ -46,6 +46,8 @@ from runner.sandbox.transfer import engine_image_ids
 from runner.sandbox.trial import resolve_image
 from runner.tasks.load import load_tasks
 from runner.tasks.view import agent_files
+from runner.trace.model import SampleKey
+from runner.trace.reader import load_transcript
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -250,6 +252,13 @@ def test_a_model_run_on_the_cluster_counts_tokens_as_on_one_machine(nodes: Nodes
         ("chat", "ok", p, c) for p, c, _ in AGENT_STEPS
     ]
     assert result.record.agent_tokens == sample.agent
+    # What the node's gateway kept of each call travels back with the sample, into the driver's run folder.
+    transcript = load_transcript(tmp_path / "run", SampleKey(task_id="ispm-001", epoch=1))
+    assert [(c.outcome, c.response.blocks[0].name) for c in transcript.calls("candidate") if c.response] == [  # type: ignore[union-attr]
+        ("ok", "list_tables"),
+        ("ok", "run_sql"),
+        ("ok", "submit_answer"),
+    ]
     assert {s.headers.get("authorization") for s in nodes.provider.seen} == {f"Bearer {CANDIDATE_KEY}"}
     for path in (tmp_path / "run").rglob("*"):
         if path.is_file():

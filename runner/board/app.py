@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import functools
 import secrets
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 from sqlalchemy import ColumnElement, func, select, true
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, Response
@@ -35,9 +36,19 @@ from runner.board.quarantine import board_tag, inspect_archive, load_image, remo
 from runner.board.signing import public_pem
 from runner.board.tokens import authenticate, bearer
 from runner.board.upload import receive
+from runner.record.model import RunRecord
 from runner.record.report import REPORT_NAME
+from runner.record.sample_page import sample_page_path
 from runner.record.verify import public_key_sha256, statement_paths
 from runner.serving import head_problem
+from runner.site import render
+from runner.site.errors import PageNotFound
+from runner.site.links import Links
+from runner.site.model import BoardFacts, PublishedRun
+from runner.site.render import shown
+from runner.site.results import published_run, task_results
+from runner.site.sources import load_sources
+from runner.world import MANIFEST_NAME, SNAPSHOT_NAME
 from runner.world.digest import file_sha256
 
 UPLOADS_DIR = "uploads"
@@ -104,6 +115,13 @@ def create_app(ctx: BoardContext) -> Starlette:
     key_sha = public_key_sha256(ctx.key.public_key())
     cache = PageCache()
     records = PublishedRecords(config.data_dir / PUBLISHED_DIR)
+    # The publisher's site (runner/site): its sources are read once; its pages go through the page cache.
+    sources = load_sources()
+    top = Links("server")
+    facts = BoardFacts(board_id=config.board_id, candidates=tuple(config.candidates), judges=tuple(config.judges))
+    task_ids = {t.id for t in sources.tasks}
+    table_names = {t.name for t in sources.tables}
+    with_tasks: dict[str, PublishedRun] = {}  # each published run with its tasks' consensus, read once
 
     def check_submission(authorization: str | None, name: str, candidate: str) -> int:
         with ctx.sessions() as session:
@@ -225,6 +243,29 @@ def create_app(ctx: BoardContext) -> Starlette:
             subs = list(session.scalars(select(Submission).order_by(Submission.id.desc())))
         return pages.board_page("submissions", "Submissions", submissions=subs)
 
+    def published_runs() -> list[PublishedRun]:
+        """The published runs, oldest first, each with its tasks' consensus (the site's task pages show them)."""
+        with ctx.sessions() as session:
+            subs = list(
+                session.scalars(select(Submission).where(Submission.state == "published").order_by(Submission.id))
+            )
+        runs = []
+        for sub in subs:
+            if not sub.run_dir or not sub.run_id:
+                continue
+            run = with_tasks.get(sub.run_id)
+            if run is None:
+                try:
+                    text = (Path(sub.run_dir) / "record.json").read_text(encoding="utf-8")
+                    record = RunRecord.model_validate_json(text)
+                except (OSError, ValueError) as exc:  # a record gone or damaged on disk must not take the page down
+                    _log.warning("board.published_record_unreadable", submission=sub.id, error=str(exc)[:500])
+                    continue
+                label = f"{sub.display_name} ({sub.candidate})"
+                run = with_tasks[sub.run_id] = published_run(record, label=label, has_report=True)
+            runs.append(run)
+        return runs
+
     def render_leaderboard() -> str:
         with ctx.sessions() as session:
             subs = list(session.scalars(select(Submission).where(Submission.state.in_(CLOSED)).order_by(Submission.id)))
@@ -236,9 +277,11 @@ def create_app(ctx: BoardContext) -> Starlette:
                 except (OSError, ValueError) as exc:  # a record gone or damaged on disk must not take the page down
                     _log.warning("board.published_record_unreadable", submission=sub.id, error=str(exc)[:500])
                     continue
-                published.append((record, f"/runs/{record.run_id}"))
+                label = f"{sub.display_name} ({sub.candidate})"
+                published.append(PublishedRun(record=record, tasks={}, label=label, has_report=True))
         closed = [s for s in subs if s.state in ("failed", "cancelled")]
-        return pages.leaderboard_page(published, closed, board_id=config.board_id, key_sha256=key_sha)
+        panel = pages.board_panel(closed, board_id=config.board_id, key_sha256=key_sha)
+        return render.leaderboard_page(sources, top, published, panel)
 
     async def submissions_page(request: Request) -> Response:
         return _html(request, await cache.page("submissions", render_submissions, any_stamp))
@@ -246,9 +289,67 @@ def create_app(ctx: BoardContext) -> Starlette:
     async def leaderboard(request: Request) -> Response:
         return _html(request, await cache.page("leaderboard", render_leaderboard, closed_stamp))
 
+    def render_tasks(params: Mapping[str, str]) -> str:
+        runs = published_runs()
+        return render.tasks_page(sources, top, task_results(runs), params, runs=len(runs))
+
+    async def contract_page(request: Request) -> Response:
+        return _html(request, await cache.page("/", lambda: render.contract_page(sources, top)))
+
+    async def tasks_page(request: Request) -> Response:
+        params = request.query_params
+        if any(params.values()):  # a visitor's filters are never a cache key
+            return HTMLResponse(await anyio.to_thread.run_sync(render_tasks, params))
+        return _html(request, await cache.page("/tasks", lambda: render_tasks({}), closed_stamp))
+
+    async def task_page(request: Request) -> Response:
+        task_id = request.path_params["task_id"]
+        if task_id not in task_ids:  # checked first: only real tasks' pages are cached
+            raise PageNotFound(f"There is no task {shown(task_id)!r} in the v1 task set.")
+
+        def page() -> str:
+            return render.task_page(sources, top, task_results(published_runs()), task_id)
+
+        return _html(request, await cache.page(f"/tasks/{task_id}", page, closed_stamp))
+
+    async def dataset_page(request: Request) -> Response:
+        return _html(request, await cache.page("/dataset", lambda: render.dataset_page(sources, top)))
+
+    async def table_page(request: Request) -> Response:
+        name = request.path_params["table"]
+        if name not in table_names:
+            raise PageNotFound(f"There is no table {shown(name)!r} in {sources.manifest.dataset}.")
+        return _html(request, await cache.page(f"/dataset/{name}", lambda: render.table_page(sources, top, name)))
+
+    def dataset_file(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in (SNAPSHOT_NAME, MANIFEST_NAME):
+            raise PageNotFound(f"The dataset has no file {shown(name)!r}.")
+        path = sources.world / name
+        return FileResponse(path, filename=path.name, media_type="application/octet-stream")
+
+    async def scoring_page(request: Request) -> Response:
+        return _html(request, await cache.page("/scoring", lambda: render.scoring_page(sources, top)))
+
+    def submit_page(request: Request) -> Response:
+        return HTMLResponse(render.submit_page(sources, top, facts, _base(request)))  # names the request's address
+
+    def favicon(request: Request) -> Response:
+        return Response(status_code=204)  # no icon, and no 404 in every visitor's console
+
     def run_report(request: Request) -> Response:
         sub = _by_run(inputs.run_id(request.path_params["run_id"]))
+        if not request.url.path.endswith("/"):
+            # The report links its sample pages as samples/...: they resolve under /runs/<id>/ only.
+            return Response(status_code=308, headers={"location": f"/runs/{sub.run_id}/"})
         return FileResponse(_present(Path(sub.run_dir or "") / REPORT_NAME), media_type="text/html")
+
+    def sample_page(request: Request) -> Response:
+        sub = _by_run(inputs.run_id(request.path_params["run_id"]))
+        page = sample_page_path(Path(sub.run_dir or ""), request.path_params["page"])
+        if page is None:
+            raise BoardError("no such sample page", status=404)
+        return FileResponse(page, media_type="text/html")
 
     def download(request: Request) -> Response:
         sub = _by_run(inputs.run_id(request.path_params["run_id"]))
@@ -286,12 +387,28 @@ def create_app(ctx: BoardContext) -> Starlette:
         _log.info("board.client_disconnected", method=request.method, path=request.url.path)
         return Response(status_code=400)
 
+    async def page_not_found(request: Request, exc: Exception) -> Response:
+        if isinstance(exc, HTTPException) and request.url.path.startswith("/api/"):
+            return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
+        message = str(exc) if isinstance(exc, PageNotFound) else f"There is no page at {shown(request.url.path)!r}."
+        return HTMLResponse(render.not_found_page(sources, top, message), status_code=404)
+
     routes: list[Any] = [
-        Route("/", leaderboard),
+        Route("/", contract_page),
         Route("/leaderboard", leaderboard),
+        Route("/tasks", tasks_page),
+        Route("/tasks/{task_id}", task_page),
+        Route("/dataset", dataset_page),
+        Route("/dataset/files/{name}", dataset_file),
+        Route("/dataset/{table}", table_page),
+        Route("/scoring", scoring_page),
+        Route("/submit", submit_page),
+        Route("/favicon.ico", favicon),
         Route("/submissions", submissions_page),
         Route("/submissions/{id:int}", status_page),
         Route("/runs/{run_id}", run_report),
+        Route("/runs/{run_id}/", run_report),
+        Route("/runs/{run_id}/samples/{page}", sample_page),
         Route("/runs/{run_id}/{what:str}", download),
         Route("/run-locally", run_locally),
         Route("/downloads/ispm", binary_download),
@@ -300,7 +417,12 @@ def create_app(ctx: BoardContext) -> Starlette:
         Route("/api/v1/submissions/{id:int}", status_json, methods=["GET"]),
         Route("/api/v1/submissions/{id:int}", cancel_submission, methods=["DELETE"]),
     ]
-    handlers = {BoardError: board_error, ClientDisconnect: client_gone}
+    handlers = {
+        BoardError: board_error,
+        ClientDisconnect: client_gone,
+        PageNotFound: page_not_found,
+        404: page_not_found,
+    }
     app = Starlette(routes=routes, middleware=[Middleware(HeadLimits)], exception_handlers=handlers)
     app.state.page_cache = cache  # tests and the bench count its renders
     return app

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from runner import __version__, log
-from runner.cli import analytics, board, grading, record, run, sandbox, schema, tasks, world
+from runner.cli import analytics, board, grading, record, run, sandbox, schema, site, tasks, trace, world
 from runner.cli.group import IspmGroup
 
 
@@ -52,10 +52,13 @@ COMMANDS: tuple[click.Command, ...] = (
     record.report_command,
     record.leaderboard_command,
     record.bundle_command,
+    trace.trace_command,
+    trace.export_command,
     schema.schema,
     board.board,
     board.submit,
     board.verify_command,
+    site.site,
 )
 """Every command and group under ``ispm``, by noun."""
 

@@ -399,7 +399,13 @@ class RayRunner:
                 node = str(self._next(pending, None))
                 result = self._next(pending, spec.time_limit_s + GRACE_S)
                 assert isinstance(result, NodeResult)
-                return RanSample(output=result.output, usage=result.usage, node=result.node, lost_tries=tuple(lost))
+                return RanSample(
+                    output=result.output,
+                    usage=result.usage,
+                    node=result.node,
+                    lost_tries=tuple(lost),
+                    transcript=result.transcript,
+                )
             except ray.exceptions.TaskUnschedulableError as exc:
                 # Ray fails at once a task whose selector names only dead nodes: burning the sample's tries on it
                 # would journal a sandbox_error for a sample that never ran.

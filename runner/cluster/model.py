@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from runner.contract import SampleOutput
 from runner.errors import IspmError
 from runner.gateway.model import SampleUsage
+from runner.trace.storage import EncodedPart
 
 
 class ClusterError(IspmError):
@@ -133,3 +134,6 @@ class NodeResult(_Model):
     """The agent's usage as the node's gateway counted it; ``None`` when the sample had no gateway."""
     node: str
     """The Ray node id the sample ran on."""
+    transcript: EncodedPart | None = None
+    """The agent's model calls as the node's gateway captured them, encoded there (docs/trace.md); ``None`` without
+    a gateway, or when the node could not encode it."""

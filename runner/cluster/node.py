@@ -29,6 +29,8 @@ from runner.run.digests import current_digests
 from runner.sandbox.backend import GATEWAY_SOCKET_NAME, SweepReport
 from runner.sandbox.docker import connect, sweep
 from runner.sandbox.transfer import engine_image_ids, load_chunks
+from runner.trace.model import SampleKey
+from runner.trace.storage import EncodedPart, TranscriptError
 
 _log = log.get(__name__)
 
@@ -171,6 +173,18 @@ class NodeAgent:
             if folder is not None:
                 shutil.rmtree(folder, ignore_errors=True)
         return self.gateway.usage(sample_id)
+
+    def take_transcript(self, sample_id: str, run_id: str, task_id: str, epoch: int) -> EncodedPart | None:
+        """The sample's transcript, encoded to travel to the driver (call after :meth:`close_link`); ``None`` when
+        the gateway captured none or it cannot be encoded (logged: the sample goes on without it)."""
+        builder = None if self.gateway is None else self.gateway.transcript(sample_id)
+        if builder is None:
+            return None
+        try:
+            return builder.encoded(run_id, SampleKey(task_id=task_id, epoch=epoch))
+        except TranscriptError as exc:
+            _log.error("cluster.transcript_not_encoded", node=self.node, sample=sample_id, error=str(exc))
+            return None
 
     # -- sweeping --------------------------------------------------------------------------------------------
 

@@ -105,7 +105,8 @@ def run_on_node(
         finally:
             # Read after the link closed: revoking the token waits for the sample's requests in flight.
             usage = ray.get(agent.close_link.remote(spec.sample_id))
-        yield NodeResult(output=output, usage=usage, node=node)
+        transcript = ray.get(agent.take_transcript.remote(spec.sample_id, spec.run_id, spec.task_id, spec.epoch))
+        yield NodeResult(output=output, usage=usage, node=node, transcript=transcript)
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)

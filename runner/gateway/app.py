@@ -20,7 +20,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.abc
@@ -35,6 +35,7 @@ from starlette.types import Receive, Scope, Send
 from runner import log
 from runner.gateway import policy
 from runner.gateway.bridges import Bridge, StreamTranslator, bridge_for, native_api
+from runner.gateway.capture import CallCapture, Capture
 from runner.gateway.ledger import CapRefusal, Ledger
 from runner.gateway.model import Api, CallOutcome, ModelCall, ProviderErrorRecord, ProviderSpec, SampleUsage
 from runner.gateway.protocols import TranslationError, tokens
@@ -57,6 +58,8 @@ _ANTHROPIC_ERROR_TYPES = {
     413: "request_too_large",
     429: "rate_limit_error",
 }
+MAX_CAPTURED_EVENTS = 500_000
+"""Provider events of one stream kept for its transcript; more are counted, not kept (a stream without end)."""
 _ROUTES = "POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, GET /v1/models"
 
 
@@ -76,6 +79,21 @@ class Upstreams:
     """Requests with a larger body are refused (413)."""
     body_read_s: float
     """A request body still arriving after this many seconds is refused (408)."""
+    capture: Capture | None = None
+    """Where each call's content goes for the sample's transcript; ``None`` keeps none."""
+
+
+@dataclass(slots=True)
+class _Arrival:
+    """An authenticated request: whose, its number among the sample's calls, and when it came."""
+
+    sample_id: str
+    seq: int | None
+    """Its number in the sample's transcript; ``None`` when nothing is captured."""
+    wall: float
+    """When it arrived (epoch seconds)."""
+    size: int = 0
+    """Its body's length in bytes."""
 
 
 def error_reply(api: Api | str, status: int, kind: str, message: str, **extra: Any) -> JSONResponse:
@@ -219,59 +237,154 @@ def build_app(upstreams: Upstreams) -> Starlette:
 
 
 async def _authenticated_body(
-    upstreams: Upstreams, request: Request, api: Api | str
-) -> tuple[str, dict[str, Any]] | Response:
-    """The sample and the JSON body, or the refusal to send."""
+    upstreams: Upstreams, request: Request, api: Api | str, started: float
+) -> tuple[_Arrival, dict[str, Any]] | Response:
+    """The sample and the JSON body, or the refusal to send (captured, once the sample is known)."""
     sample_id = upstreams.ledger.authenticate(_token(request), request.scope.get(BOUND_KEY), request.url.path)
     if sample_id is None:
         return error_reply(api, 401, "authentication_error", "missing, unknown, revoked or foreign gateway token")
+    seq = upstreams.capture.next_seq(sample_id) if upstreams.capture is not None else None
+    arrival = _Arrival(sample_id, seq, time.time() - (time.perf_counter() - started))
     try:
         raw = await _read_body(request, upstreams.max_body_bytes, upstreams.body_read_s)
     except _BodyRefused as exc:
         refusal = error_reply(api, exc.status, "invalid_request_error", str(exc))
         refusal.headers["connection"] = "close"  # the unread rest of the body cannot start another request
+        declared = request.headers.get("content-length", "")
+        arrival.size = int(declared) if declared.isdigit() else 0
+        _capture_refusal(upstreams, request, api, arrival, started, refusal, note=str(exc))
         return refusal
+    arrival.size = len(raw)
     try:
         body = json.loads(raw)
-    except ValueError:
-        return error_reply(api, 400, "invalid_request_error", "the request body is not JSON")
+    except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than the parser goes
+        refusal = error_reply(api, 400, "invalid_request_error", "the request body is not JSON")
+        _capture_refusal(upstreams, request, api, arrival, started, refusal, raw=raw)
+        return refusal
     problem = _shape_problem("messages" if api == "count_tokens" else api, body)  # type: ignore[arg-type]
     if problem is not None:
-        return error_reply(api, 400, "invalid_request_error", problem)
-    return sample_id, body
+        refusal = error_reply(api, 400, "invalid_request_error", problem)
+        # JSON that is not an object goes as its bytes: the capture's thread parses it, not this loop.
+        whole = isinstance(body, dict)
+        _capture_refusal(
+            upstreams,
+            request,
+            api,
+            arrival,
+            started,
+            refusal,
+            parsed=body if whole else None,
+            raw=None if whole else raw,
+        )
+        return refusal
+    return arrival, body
+
+
+def _captured(
+    upstreams: Upstreams,
+    http: Request,
+    api: Api | str,
+    arrival: _Arrival,
+    started: float,
+    status: int,
+    outcome: CallOutcome,
+    **fields: Any,
+) -> None:
+    """Hand one finished call to the capture: references only (the writer thread does the rest)."""
+    if upstreams.capture is None or arrival.seq is None:
+        return
+    parsed = fields.pop("request", None)
+    requested = parsed.get("model") if isinstance(parsed, dict) else None
+    upstreams.capture.submit(
+        CallCapture(
+            sample_id=arrival.sample_id,
+            seq=arrival.seq,
+            caller="candidate",
+            api=api,  # type: ignore[arg-type]  # one of the Literal's values, checked by the caller's route
+            provider_api=fields.pop("provider_api", None),
+            requested_model=requested if isinstance(requested, str) else None,
+            stream=bool(parsed.get("stream")) if isinstance(parsed, dict) else False,
+            started_wall=arrival.wall,
+            latency_s=time.perf_counter() - started,
+            status=status,
+            outcome=outcome,
+            headers=http.scope["headers"],
+            token=_token(http),
+            request=parsed,
+            request_size=arrival.size,
+            **fields,
+        )
+    )
+
+
+def _capture_refusal(
+    upstreams: Upstreams,
+    request: Request,
+    api: Api | str,
+    arrival: _Arrival,
+    started: float,
+    refusal: Response,
+    *,
+    parsed: Any = None,
+    raw: bytes | None = None,
+    note: str | None = None,
+) -> None:
+    error = bytes(refusal.body)
+    _captured(
+        upstreams,
+        request,
+        api,
+        arrival,
+        started,
+        refusal.status_code,
+        "refused",
+        request=parsed,
+        request_raw=raw,
+        request_note=note,
+        error=error.decode("utf-8", "replace")[:BODY_SNIPPET],
+        error_body=error,
+    )
 
 
 async def _model_request(upstreams: Upstreams, request: Request, api: Api) -> Response:
     started = time.perf_counter()
-    checked = await _authenticated_body(upstreams, request, api)
+    checked = await _authenticated_body(upstreams, request, api, started)
     if isinstance(checked, Response):
         return checked
-    sample_id, body = checked
+    arrival, body = checked
+    sample_id = arrival.sample_id
     refused = policy.refusal(api, body)
     if refused is not None:
         _log.warning("request_refused", sample=sample_id, api=api, reason=refused)
-        return error_reply(api, 400, "invalid_request_error", refused)
+        reply = error_reply(api, 400, "invalid_request_error", refused)
+        _capture_refusal(upstreams, request, api, arrival, started, reply, parsed=body)
+        return reply
     try:
         usage = upstreams.ledger.reserve(sample_id)
     except CapRefusal as exc:
-        return error_reply(api, 429, "ispm_cap_exceeded", str(exc))
+        reply = error_reply(api, 429, "ispm_cap_exceeded", str(exc))
+        _capture_refusal(upstreams, request, api, arrival, started, reply, parsed=body)
+        return reply
     provider_api = native_api(api, upstreams.spec)
     try:
         bridge = bridge_for(api, upstreams.spec)
         native = bridge.request(body, upstreams.upstream.model) if bridge else dict(body)
     except (TranslationError, LookupError) as exc:
         message = str(exc)
+        reply = error_reply(api, 400, "invalid_request_error", message)
+        _capture_refusal(upstreams, request, api, arrival, started, reply, parsed=body)
         upstreams.ledger.settle(
             usage, _call(api, body, None, started, outcome="refused", status=400, error=message), counted=True
         )
-        return error_reply(api, 400, "invalid_request_error", message)
+        return reply
     headers = _forwarded_headers(request, provider_api)
+    seen = _Seen(request, arrival)
     if body.get("stream"):
-        return await _open_relay(upstreams, usage, api, provider_api, bridge, body, native, headers, started)
+        return await _open_relay(upstreams, usage, api, provider_api, bridge, body, native, headers, started, seen)
     try:
         result = await upstreams.upstream.complete(provider_api, native, headers)
     except ProviderError as exc:
-        return _settle_failure(upstreams, usage, api, body, provider_api, started, exc)
+        return _settle_failure(upstreams, usage, api, body, provider_api, started, exc, seen)
     call = _call(
         api,
         body,
@@ -285,6 +398,19 @@ async def _model_request(upstreams: Upstreams, request: Request, api: Api) -> Re
         reasoning_tokens=result.reasoning_tokens,
         returned_model=result.returned_model,
         attempts=result.attempts,
+    )
+    _captured(
+        upstreams,
+        request,
+        api,
+        arrival,
+        started,
+        200,
+        "ok",
+        request=body,
+        provider_api=provider_api,
+        reply_body=result.body,
+        returned_model=result.returned_model,
     )
     upstreams.ledger.settle(usage, call, counted=True)
     if bridge is None:
@@ -303,6 +429,7 @@ def _settle_failure(
     provider_api: str,
     started: float,
     exc: ProviderError,
+    seen: _Seen,
 ) -> JSONResponse:
     """Book a provider failure and return the agent's reply to it."""
     failure = exc.record()
@@ -318,29 +445,75 @@ def _settle_failure(
         attempts=exc.attempts,
         error=failure.message,
     )
+    _captured(
+        upstreams,
+        seen.request,
+        api,
+        seen.arrival,
+        started,
+        reply.status_code,
+        "provider_error",
+        request=body,
+        provider_api=provider_api,
+        error=failure.message,
+        error_body=bytes(reply.body),
+    )
     upstreams.ledger.settle(usage, call, counted=api != "count_tokens", failure=failure)
     return reply
 
 
 async def _count_tokens(upstreams: Upstreams, request: Request) -> Response:
     started = time.perf_counter()
-    checked = await _authenticated_body(upstreams, request, "count_tokens")
+    checked = await _authenticated_body(upstreams, request, "count_tokens", started)
     if isinstance(checked, Response):
         return checked
-    sample_id, body = checked
+    arrival, body = checked
     if upstreams.spec.wire != "messages":
         message = f"count_tokens needs an Anthropic candidate; the candidate is {upstreams.candidate}"
-        return error_reply("count_tokens", 404, "not_found", message)
-    usage = upstreams.ledger.reserve(sample_id, counts=False)
+        reply = error_reply("count_tokens", 404, "not_found", message)
+        _capture_refusal(upstreams, request, "count_tokens", arrival, started, reply, parsed=body)
+        return reply
+    usage = upstreams.ledger.reserve(arrival.sample_id, counts=False)
     try:
         status, raw = await upstreams.upstream.count_tokens(body, _forwarded_headers(request, "count_tokens"))
     except ProviderError as exc:
-        return _settle_failure(upstreams, usage, "count_tokens", body, "count_tokens", started, exc)
+        seen = _Seen(request, arrival)
+        return _settle_failure(upstreams, usage, "count_tokens", body, "count_tokens", started, exc, seen)
     outcome: CallOutcome = "ok" if status < 400 else "provider_error"
     error = None if status < 400 else raw.decode("utf-8", "replace")[:BODY_SNIPPET]
     call = _call("count_tokens", body, "count_tokens", started, outcome=outcome, status=status, attempts=1, error=error)
+    _captured(
+        upstreams,
+        request,
+        "count_tokens",
+        arrival,
+        started,
+        status,
+        outcome,
+        request=body,
+        provider_api="count_tokens",
+        reply_body=_json_object(raw) if status < 400 else None,
+        error=error,
+        error_body=None if status < 400 else raw,
+    )
     upstreams.ledger.settle(usage, call, counted=False)
     return Response(raw, status_code=status, media_type="application/json")
+
+
+def _json_object(raw: bytes) -> dict[str, Any] | None:
+    try:
+        parsed = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+@dataclass(slots=True)
+class _Seen:
+    """What the capture needs of a forwarded request once it ends."""
+
+    request: Request
+    arrival: _Arrival
 
 
 # -- streams -----------------------------------------------------------------------------------------------
@@ -395,6 +568,7 @@ async def _open_relay(
     native: dict[str, Any],
     headers: dict[str, str],
     started: float,
+    seen: _Seen,
 ) -> Response:
     native["stream"] = True
     if provider_api == "chat":  # usage comes only when asked for; the agent's own choice is honoured below
@@ -402,9 +576,9 @@ async def _open_relay(
     try:
         resp, attempts = await upstreams.upstream.open_stream(provider_api, native, headers)
     except ProviderError as exc:
-        return _settle_failure(upstreams, usage, api, body, provider_api, started, exc)
+        return _settle_failure(upstreams, usage, api, body, provider_api, started, exc, seen)
     translator = bridge.stream(body, upstreams.upstream.model) if bridge else None
-    return _Relay(upstreams, usage, api, provider_api, translator, body, resp, attempts, started)
+    return _Relay(upstreams, usage, api, provider_api, translator, body, resp, attempts, started, seen)
 
 
 class _Relay(Response):
@@ -424,6 +598,7 @@ class _Relay(Response):
         resp: httpx.Response,
         attempts: int,
         started: float,
+        seen: _Seen,
     ) -> None:
         super().__init__(media_type="text/event-stream")
         self.upstreams, self.usage, self.api, self.provider_api = upstreams, usage, api, provider_api
@@ -442,6 +617,12 @@ class _Relay(Response):
         self.sequence = 0
         opts = body.get("stream_options")  # the agent's request
         self.agent_wants_usage = isinstance(opts, dict) and bool(opts.get("include_usage"))
+        self.seen = seen
+        # The provider's events, parsed, for the transcript: one append each here, assembled by the capture's thread.
+        # Kept as text, not the parsed dicts: text is not tracked by the garbage collector, so holding a stream's
+        # events until its end costs the collections nothing; the capture's thread parses them again.
+        self.captured: list[tuple[str, str]] | None = [] if upstreams.capture is not None else None
+        self.uncaptured = 0  # events past MAX_CAPTURED_EVENTS: counted only
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]
@@ -479,6 +660,7 @@ class _Relay(Response):
                 self._group.cancel_scope.cancel()
 
         endpoint = self.upstreams.upstream.endpoint
+        captured = self.captured
         try:
             async for sse in EventSource(self.resp).aiter_sse():
                 text = endpoint.redact(sse.data)
@@ -492,6 +674,11 @@ class _Relay(Response):
                 if not isinstance(data, dict):
                     continue
                 event = "" if sse.event == "message" else sse.event
+                if captured is not None:
+                    if len(captured) < MAX_CAPTURED_EVENTS:
+                        captured.append((event, text))
+                    else:
+                        self.uncaptured += 1
                 self.watch.feed(event, data)
                 self.sequence = max(self.sequence, int(data.get("sequence_number") or 0) + 1)
                 if self.ttft is None and _is_output(self.provider_api, event, data):
@@ -555,5 +742,28 @@ class _Relay(Response):
             attempts=self.attempts,
             ttft_s=self.ttft,
             error=error,
+        )
+        cut_by: Literal["provider", "caller"] | None = None
+        if outcome == "agent_disconnected":
+            cut_by = "caller"
+        elif outcome == "stream_cut":
+            cut_by = "provider"
+        _captured(
+            self.upstreams,
+            self.seen.request,
+            self.api,
+            self.seen.arrival,
+            self.started,
+            200,
+            outcome,
+            request=self.request_body,
+            provider_api=self.provider_api,
+            raw_events=self.captured,
+            events_uncaptured=self.uncaptured,
+            error=error,
+            cut_by=cut_by,
+            ttft_s=self.ttft,
+            usage=used,
+            returned_model=self.watch.returned_model,
         )
         self.upstreams.ledger.settle(self.usage, call, counted=True, failure=failure)

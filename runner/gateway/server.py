@@ -27,11 +27,13 @@ import httpx
 
 from runner.errors import GatewayError
 from runner.gateway.app import BOUND_KEY, Upstreams, build_app
+from runner.gateway.capture import Capture
 from runner.gateway.ledger import Ledger
 from runner.gateway.listeners import BACKLOG, EventLoopThread
 from runner.gateway.model import Caps, ClientSettings, SampleUsage
 from runner.gateway.providers import PROVIDERS, Endpoint, parse_model
 from runner.gateway.upstream import Upstream
+from runner.trace.storage import DEFAULT_LIMIT_BYTES, TranscriptBuilder
 
 __all__ = ["Caps", "Gateway", "SampleUsage"]
 
@@ -65,11 +67,14 @@ class Gateway:
         transport: httpx.AsyncBaseTransport | None = None,
         max_body_bytes: int = 16 * 1024 * 1024,
         body_read_s: float = 60.0,
+        capture: bool = True,
+        transcript_limit_bytes: int = DEFAULT_LIMIT_BYTES,
     ) -> None:
         """Configure the gateway for ``candidate`` (``provider/model``), its key and URL from the host environment.
 
         ``sleep`` replaces the waits between provider retries and ``transport`` httpx's (tests). A request body
-        larger than ``max_body_bytes``, or still arriving after ``body_read_s`` seconds, is refused.
+        larger than ``max_body_bytes``, or still arriving after ``body_read_s`` seconds, is refused. ``capture``
+        keeps each sample's transcript (at most ``transcript_limit_bytes`` of distinct content; docs/trace.md).
 
         Raises:
             UnknownProvider, MissingCredential, BadEndpoint: as :func:`providers.client_for` does.
@@ -88,7 +93,10 @@ class Gateway:
             return Upstream(endpoint, self.model, settings or ClientSettings(), sleep=sleep, transport=transport)
 
         self.upstream = self._loop.run(make_upstream())
-        self._app = build_app(Upstreams(self.ledger, self.upstream, spec, candidate, max_body_bytes, body_read_s))
+        self.capture = Capture((endpoint.key,), limit_bytes=transcript_limit_bytes) if capture else None
+        self._app = build_app(
+            Upstreams(self.ledger, self.upstream, spec, candidate, max_body_bytes, body_read_s, self.capture)
+        )
 
     # -- tokens and accounting -------------------------------------------------------------------------------
 
@@ -98,7 +106,10 @@ class Gateway:
         Raises:
             GatewayError: the sample already holds a live token (revoke it first).
         """
-        return self.ledger.issue(sample_id)
+        token = self.ledger.issue(sample_id)
+        if self.capture is not None:
+            self.capture.open(sample_id)
+        return token
 
     def revoke(self, sample_id: str, *, settle: float = 5.0) -> SampleUsage:
         """Refuse the sample's token from now on, close listeners bound to it, and return its usage.
@@ -115,6 +126,11 @@ class Gateway:
     def usage(self, sample_id: str) -> SampleUsage:
         """A copy of the sample's usage so far. Raises ``KeyError`` for an unknown sample."""
         return self.ledger.usage(sample_id)
+
+    def transcript(self, sample_id: str) -> TranscriptBuilder | None:
+        """The sample's transcript, handed over once its calls are in (call after :meth:`revoke`); ``None`` when
+        the gateway captures none or never issued the sample a token. A second call returns ``None``."""
+        return None if self.capture is None else self.capture.take(sample_id)
 
     # -- listening -------------------------------------------------------------------------------------------
 
@@ -176,6 +192,8 @@ class Gateway:
         self._loop.close_listeners()
         self._loop.run(self.upstream.aclose())
         self._loop.stop()
+        if self.capture is not None:
+            self.capture.close()
 
     def __enter__(self) -> Gateway:
         return self

@@ -36,12 +36,15 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from runner.contract import Answer
+from runner.gateway.capture import CallCapture, JudgeCapture
+from runner.gateway.model import ProviderResult
 from runner.gateway.protocols import TranslationError
 from runner.gateway.providers import ProviderClient, ProviderError, client_for
 from runner.grading.coverage import CoverageReport
@@ -54,6 +57,7 @@ from runner.grading.replay import ReplayReport
 from runner.grading.rubric import RubricSet, load_rubrics
 from runner.tasks.model import Task
 from runner.tasks.truth import TaskTruth
+from runner.trace.model import Caller, CallOutcome
 
 MAX_RESPONSE_CHARS = 40_000
 MAX_SQL_CHARS = 6_000
@@ -185,6 +189,10 @@ class LLMJudge:
         self.max_attempts = max_attempts
         self.max_tokens = max_tokens
         self._nonce = nonce
+        self.capture: JudgeCapture | None = None
+        """Where this judge's calls go for each sample's transcript (set by the run); ``None`` keeps none."""
+        self.slot: Caller = "judge_a"
+        """The slot this judge fills, as transcripts name it."""
 
     def judge(self, item: JudgeInput) -> list[JudgeVote]:
         """Ask the model for every dimension of ``item``; abstain on every one when it cannot."""
@@ -202,7 +210,7 @@ class LLMJudge:
         while spent["attempts"] < self.max_attempts:
             spent["attempts"] += 1
             try:
-                result = self.client.chat(str(self.requested_model), request)
+                result = self._chat(item, request)
             except ProviderError as exc:
                 dropped = _droppable(exc, request)
                 if dropped is not None:
@@ -220,32 +228,121 @@ class LLMJudge:
             returned = result.returned_model or returned
             grades, reason, failure = _read_completion(result.completion or {}, dims)
             if grades is not None:
-                return [self._vote(item, d, g.grade, g.rationale, returned, spent) for d, g in grades.items()]
-        why = f"abstained after {spent['attempts']} call(s): {reason}"
-        return [self._vote(item, d, "abstain", why, returned, spent, failure) for d in dims]
+                return graded_votes(self, item, self.rubrics, grades, returned, spent)
+        return abstained_votes(self, item, self.rubrics, dims, reason, failure, returned, spent)
 
-    def _vote(
+    def _chat(self, item: JudgeInput, request: dict[str, Any]) -> ProviderResult:
+        """One call through the client, handed to the capture (when set) however it ends."""
+        if self.capture is None:
+            return self.client.chat(str(self.requested_model), request)
+        wall, started = time.time(), time.perf_counter()
+        sent = {**request, "model": self.requested_model}
+        try:
+            result = self.client.chat(str(self.requested_model), request)
+        except (ProviderError, TranslationError) as exc:
+            status = exc.status if isinstance(exc, ProviderError) and exc.status is not None else 0
+            self._capture(item, sent, wall, started, status, "provider_error", error=excerpt(str(exc), 500))
+            raise
+        self._capture(item, sent, wall, started, 200, "ok", reply_body=result.body, returned=result.returned_model)
+        return result
+
+    def _capture(
         self,
         item: JudgeInput,
-        dim: Dimension,
-        grade: Grade,
-        why: str,
-        returned: str | None,
-        spent: dict[str, Any],
-        failure: JudgeFailure | None = None,
-    ) -> JudgeVote:
-        return JudgeVote.cast(
-            self,
+        sent: dict[str, Any],
+        wall: float,
+        started: float,
+        status: int,
+        outcome: CallOutcome,
+        *,
+        reply_body: dict[str, Any] | None = None,
+        returned: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        capture = self.capture
+        if capture is None:
+            return
+        capture.record(
             item.task.id,
             item.epoch,
-            dim,
-            grade,
-            why,
-            rubrics=self.rubrics,
-            returned_model=returned,
-            failure=failure,
-            **spent,
+            CallCapture(
+                sample_id=f"{item.task.id}.e{item.epoch}",
+                seq=capture.next_seq(item.task.id, item.epoch, self.slot),
+                caller=self.slot,
+                judge=self.alias,
+                api="chat",
+                provider_api=self.client.spec.wire,
+                requested_model=self.requested_model,
+                stream=False,
+                started_wall=wall,
+                latency_s=time.perf_counter() - started,
+                status=status,
+                outcome=outcome,
+                headers=[],
+                token=None,
+                request=sent,
+                request_size=len(json.dumps(sent)),
+                reply_body=reply_body,
+                returned_model=returned,
+                error=error,
+                extra_secrets=(self.client.endpoint.key,) if self.client.endpoint.key else (),
+            ),
         )
+
+
+def graded_votes(
+    slot: JudgeSlot,
+    item: JudgeInput,
+    rubrics: RubricSet,
+    grades: Mapping[Dimension, DimensionGrade],
+    returned: str | None,
+    spent: Mapping[str, float],
+) -> list[JudgeVote]:
+    """The votes ``slot`` casts from a reply that parsed: one per dimension, with what the calls cost."""
+    return [_vote(slot, item, rubrics, d, g.grade, g.rationale, returned, spent) for d, g in grades.items()]
+
+
+def abstained_votes(
+    slot: JudgeSlot,
+    item: JudgeInput,
+    rubrics: RubricSet,
+    dims: tuple[Dimension, ...],
+    reason: str,
+    failure: JudgeFailure,
+    returned: str | None,
+    spent: Mapping[str, float],
+) -> list[JudgeVote]:
+    """The votes ``slot`` casts when no reply parsed: every dimension abstains, saying why after how many calls."""
+    why = f"abstained after {int(spent['attempts'])} call(s): {reason}"
+    return [_vote(slot, item, rubrics, d, "abstain", why, returned, spent, failure) for d in dims]
+
+
+def _vote(
+    slot: JudgeSlot,
+    item: JudgeInput,
+    rubrics: RubricSet,
+    dim: Dimension,
+    grade: Grade,
+    why: str,
+    returned: str | None,
+    spent: Mapping[str, float],
+    failure: JudgeFailure | None = None,
+) -> JudgeVote:
+    return JudgeVote.cast(
+        slot,
+        item.task.id,
+        item.epoch,
+        dim,
+        grade,
+        why,
+        rubrics=rubrics,
+        returned_model=returned,
+        failure=failure,
+        input_tokens=int(spent["input_tokens"]),
+        output_tokens=int(spent["output_tokens"]),
+        latency_s=spent["latency_s"],
+        attempts=int(spent["attempts"]),
+    )
 
 
 def _droppable(exc: ProviderError, request: dict[str, Any]) -> str | None:

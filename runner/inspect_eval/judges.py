@@ -17,7 +17,6 @@ from collections.abc import Sequence
 import anyio.from_thread
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, GenerateConfig, Model, get_model
 
-from runner.grading.grades import Dimension, Grade
 from runner.grading.judge import (
     DEFAULT_MAX_TOKENS,
     Judge,
@@ -25,9 +24,11 @@ from runner.grading.judge import (
     JudgeInput,
     JudgeOutputError,
     JudgeVote,
+    abstained_votes,
     build_messages,
     dimensions_for,
     excerpt,
+    graded_votes,
     parse_reply,
 )
 from runner.grading.reference_judge import ReferenceJudge
@@ -91,35 +92,8 @@ class RoleJudge:
                     "malformed",
                 )
                 continue
-            return [self._vote(item, d, g.grade, g.rationale, returned, spent) for d, g in grades.items()]
-        why = f"abstained after {spent['attempts']} call(s): {reason}"
-        return [self._vote(item, d, "abstain", why, returned, spent, failure) for d in dims]
-
-    def _vote(
-        self,
-        item: JudgeInput,
-        dim: Dimension,
-        grade: Grade,
-        why: str,
-        returned: str | None,
-        spent: dict[str, float],
-        failure: JudgeFailure | None = None,
-    ) -> JudgeVote:
-        return JudgeVote.cast(
-            self,
-            item.task.id,
-            item.epoch,
-            dim,
-            grade,
-            why,
-            rubrics=self.rubrics,
-            returned_model=returned,
-            failure=failure,
-            input_tokens=int(spent["input_tokens"]),
-            output_tokens=int(spent["output_tokens"]),
-            latency_s=spent["latency_s"],
-            attempts=int(spent["attempts"]),
-        )
+            return graded_votes(self, item, self.rubrics, grades, returned, spent)
+        return abstained_votes(self, item, self.rubrics, dims, reason, failure, returned, spent)
 
 
 def make_judges(slots: Sequence[str], rubrics: RubricSet) -> list[Judge]:

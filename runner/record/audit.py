@@ -11,7 +11,9 @@ An audit of a run folder (or of a bundle, checked against its ``MANIFEST.json`` 
 5. **coverage**: each graded sample's structural coverage, recomputed from its SQL and the task's witness,
    equals the coverage its grading journaled (the record check then holds ``record.json`` to the journal);
 6. **digests**: the world (verified against its manifest), task set, ground truth and rubric set hash to what
-   the record and the journal pinned, and every vote names its rubric's current sha256.
+   the record and the journal pinned, and every vote names its rubric's current sha256;
+7. **transcripts**: every transcript part the journal names (docs/trace.md) is there, has the sha256 journaled
+   with its sample, and reads back whole; a difference names the sample and the file.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ from runner.run.digests import current_digests
 from runner.run.journal import JOURNAL_NAME, Entry, RunStarted, SampleFinished, SampleGraded, scan_entries
 from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
+from runner.trace.model import SampleKey
+from runner.trace.reader import read_part
+from runner.trace.storage import TranscriptError
 from runner.world.verify import verify
 
 # A tampered vote can change hundreds of derived fields; the first ones locate it, the rest are counted.
@@ -160,6 +165,28 @@ def _audit_dir(run_dir: Path, report: AuditReport) -> None:
     _check_consensus(entries, recorded, report)
     _check_replay_and_coverage(entries, {t.id: t for t in load_tasks(tasks_dir())}, report)
     _check_digests(entries, starts, recorded, report)
+    _check_transcripts(run_dir, entries, report)
+
+
+def _check_transcripts(run_dir: Path, entries: Sequence[Entry], report: AuditReport) -> None:
+    """Each transcript part the journal names: present, the journaled bytes, and whole (every reference resolves)."""
+    checked = 0
+    for e in entries:
+        if isinstance(e, SampleFinished):
+            key, ref = SampleKey(task_id=e.output.task_id, epoch=e.output.epoch), e.transcript
+        elif isinstance(e, SampleGraded):
+            key, ref = SampleKey(task_id=e.task_id, epoch=e.epoch), e.transcript
+        else:
+            continue
+        if ref is None:
+            continue
+        checked += 1
+        try:
+            read_part(run_dir, ref, key)
+        except TranscriptError as exc:
+            report.problems.append(f"transcript: {exc}")
+    if checked:
+        report.checks["transcripts"] = checked
 
 
 def _read_journal(path: Path, report: AuditReport) -> list[Entry]:

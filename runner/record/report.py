@@ -24,12 +24,14 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from runner import log
 from runner.grading.coverage import CoverageReport, JoinEdge
 from runner.grading.grades import DIMENSIONS, Dimension, Grade
 from runner.grading.model import JudgeVote
 from runner.paths import scoring_doc, tasks_dir
 from runner.record.build import load_record
 from runner.record.model import FAILURE_KINDS, RunRecord, SampleRecord, TokenCount
+from runner.record.sample_page import write_sample_pages
 from runner.record.standing import no_score_reason, unranked_reason
 from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
@@ -434,8 +436,14 @@ def environment() -> Environment:
     return env
 
 
-def render_report(record: RunRecord, tasks: Iterable[Task], scoring_markdown: str) -> str:
-    """The whole report page of ``record`` as one HTML string."""
+def render_report(
+    record: RunRecord,
+    tasks: Iterable[Task],
+    scoring_markdown: str,
+    sample_links: Mapping[tuple[str, int], str] | None = None,
+) -> str:
+    """The whole report page of ``record`` as one HTML string; ``sample_links`` gives each sample's own page (by
+    task and epoch, relative to the report), which the page links to and never inlines."""
     rows = task_rows(record, tasks)
     agent_tokens, judge_tokens = token_rows(record)
     scores = record.scores
@@ -465,6 +473,7 @@ def render_report(record: RunRecord, tasks: Iterable[Task], scoring_markdown: st
             rows=rows,
             options=filter_options(rows),
             scoring=render_markdown(scoring_markdown),
+            sample_links=sample_links or {},
         )
     )
 
@@ -472,7 +481,8 @@ def render_report(record: RunRecord, tasks: Iterable[Task], scoring_markdown: st
 def write_report(
     run_dir: Path, record: RunRecord | None = None, out: Path | None = None, tasks: Sequence[Task] | None = None
 ) -> Path:
-    """Write the report of the run in ``run_dir`` (``report.html`` beside ``record.json`` by default).
+    """Write the report of the run in ``run_dir`` (``report.html`` beside ``record.json`` by default), and each
+    sample's page in ``samples/`` beside it (:mod:`runner.record.sample_page`).
 
     ``record`` and ``tasks`` save re-reading ``record.json`` and the task set when the caller just did.
 
@@ -481,9 +491,13 @@ def write_report(
     """
     record = record or load_record(run_dir)
     task_set = tasks if tasks is not None else load_tasks(tasks_dir())
-    page = render_report(record, task_set, scoring_doc().read_text(encoding="utf-8"))
     target = out or run_dir / REPORT_NAME
     target.parent.mkdir(parents=True, exist_ok=True)
+    titles = {t.id: t.title for t in task_set}
+    links, notes = write_sample_pages(environment(), run_dir, target.parent, titles)
+    for note in notes:
+        log.get(__name__).warning("report.sample_page_skipped", reason=note)
+    page = render_report(record, task_set, scoring_doc().read_text(encoding="utf-8"), links)
     scratch = target.with_name(target.name + ".tmp")
     scratch.write_text(page, encoding="utf-8")
     os.replace(scratch, target)  # a reader never sees half a page

@@ -24,6 +24,7 @@ from runner.grading.coverage import CoverageReport
 from runner.grading.model import JudgeVote
 from runner.run.model import JudgeDryRun
 from runner.run.spec import Digests, RunError, RunSpec
+from runner.trace.model import TranscriptRef
 
 JOURNAL_NAME = "journal.jsonl"
 
@@ -99,6 +100,9 @@ class SampleFinished(_Entry):
     """The cluster node the sample ran on (the ``ray`` backend); ``None`` on one machine."""
     attempts: list[SampleAttempt] = Field(default_factory=list)
     """Earlier attempts lost with their node; empty when the first attempt is the one kept."""
+    transcript: TranscriptRef | None = None
+    """The agent's model calls as the gateway saw them (docs/trace.md), written before this entry; ``None``
+    without a gateway, or for a sample run where the host kept no transcript (a cluster node)."""
 
 
 class SampleGraded(_Entry):
@@ -115,6 +119,9 @@ class SampleGraded(_Entry):
     """Structural coverage of the witness SQL by the agent's SQL; ``None`` when not graded or not measurable."""
     coverage_error: str | None = None
     """Why coverage could not be measured (an unparseable witness)."""
+    transcript: TranscriptRef | None = None
+    """The judges' model calls for this sample (docs/trace.md), written before this entry; ``None`` when no model
+    judge was called."""
 
 
 class RunFinished(_Entry):

@@ -18,6 +18,7 @@ from runner.contract import SampleOutput
 from runner.gateway.model import SampleUsage
 from runner.run.journal import SampleAttempt
 from runner.sandbox.backend import Backend, SampleSpec, run_linked
+from runner.trace.storage import EncodedPart, TranscriptBuilder
 
 if TYPE_CHECKING:
     from runner.gateway.server import Gateway
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 class RanSample(BaseModel):
     """One sample as it came back from wherever it ran."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    # A transcript builder is the gateway's live object, handed over whole rather than validated.
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, arbitrary_types_allowed=True)
 
     output: SampleOutput
     """What the sandbox collected."""
@@ -36,6 +38,9 @@ class RanSample(BaseModel):
     """The cluster node the kept try ran on; ``None`` on one machine."""
     lost_tries: tuple[SampleAttempt, ...] = ()
     """Tries lost before the kept one (the journal's and record's ``attempts``)."""
+    transcript: TranscriptBuilder | EncodedPart | None = None
+    """The agent's model calls as the gateway captured them, here or encoded on a cluster node; ``None`` without a
+    gateway (docs/trace.md)."""
 
 
 class SampleRunner(Protocol):
@@ -67,8 +72,13 @@ class HostRunner:
         sample's own failure."""
         output = run_linked(self.backend, spec.model_copy(update={"board": self.board}), self.gateway)
         # Read after the link closed: revoking the token waits for the sample's requests in flight.
-        usage = self.gateway.usage(spec.sample_id) if self.gateway is not None else None
-        return RanSample(output=output, usage=usage)
+        if self.gateway is None:
+            return RanSample(output=output)
+        return RanSample(
+            output=output,
+            usage=self.gateway.usage(spec.sample_id),
+            transcript=self.gateway.transcript(spec.sample_id),
+        )
 
     def sweep(self, run_id: str, *, attempt: str | None = None) -> None:
         """Remove the run's (or its attempt's) sandbox resources on this host's backend.

@@ -48,8 +48,9 @@ from typing import Literal
 from runner import log
 from runner.contract import SampleOutput
 from runner.errors import SandboxError
+from runner.gateway.capture import JudgeCapture
 from runner.grading.grade import GradingContext, grade_sample
-from runner.grading.judge import Judge
+from runner.grading.judge import Judge, LLMJudge
 from runner.run.breaker import Breakers
 from runner.run.journal import (
     Journal,
@@ -66,6 +67,8 @@ from runner.sandbox.backend import SampleSpec
 from runner.tasks.model import Task
 from runner.tasks.truth import TaskTruth
 from runner.tasks.view import agent_files
+from runner.trace.model import Caller, SampleKey, TranscriptRef
+from runner.trace.storage import EncodedPart, TranscriptBuilder, TranscriptError, write_part
 
 _log = log.get(__name__)
 
@@ -179,6 +182,12 @@ class _Worker:
         self._local = threading.local()
         self._contexts: list[GradingContext] = []
         self._lock = threading.Lock()
+        self.judge_capture = JudgeCapture()
+        """The model judges' calls, per sample, for the judges' part of its transcript."""
+        slots: tuple[Caller, Caller] = ("judge_a", "judge_b")
+        for slot, judge in zip(slots, plan.judges, strict=False):
+            if isinstance(judge, LLMJudge):
+                judge.capture, judge.slot = self.judge_capture, slot
 
     def context(self) -> GradingContext:
         # The replay connection is SQLite's, which belongs to the thread that opened it.
@@ -214,8 +223,11 @@ class _Worker:
                 return None
             if output.status == "timeout" and limit < self.plan.spec.sample_limit_s:
                 self.deadline_hit.set()
+            transcript = self._keep(ran.transcript, task_id, epoch)  # on disk before the entry that names it
             self.plan.journal.append(
-                SampleFinished(output=output, usage=usage, node=ran.node, attempts=list(ran.lost_tries))
+                SampleFinished(
+                    output=output, usage=usage, node=ran.node, attempts=list(ran.lost_tries), transcript=transcript
+                )
             )
             _log.info(
                 "run.sample_finished",
@@ -231,6 +243,7 @@ class _Worker:
         result = grade_sample(
             self.plan.tasks[task_id], self.plan.truths[task_id], output, self.plan.judges, epoch, context=self.context()
         )
+        judged = self.judge_capture.take(task_id, epoch)
         if self.hands_off():
             return None
         self.plan.journal.append(
@@ -242,11 +255,25 @@ class _Worker:
                 grade_s=round(time.perf_counter() - started, 4),
                 coverage=result.coverage,
                 coverage_error=result.coverage_error,
+                transcript=self._keep(judged, task_id, epoch),
             )
         )
         if self.breakers.judged(result.graded, result.votes) is not None:
             self.stop.set()
         return output.status
+
+    def _keep(self, part: TranscriptBuilder | EncodedPart | None, task_id: str, epoch: int) -> TranscriptRef | None:
+        """Write a transcript part beside the journal; a part that cannot be written is logged, never fatal."""
+        if part is None:
+            return None
+        key, run_dir = SampleKey(task_id=task_id, epoch=epoch), self.plan.journal.path.parent
+        try:
+            if isinstance(part, EncodedPart):  # the candidate's, from a cluster node
+                return write_part(run_dir, key, "candidate", part)
+            return part.write(run_dir, self.plan.run_id, key)
+        except TranscriptError as exc:
+            _log.error("run.transcript_not_written", run=self.plan.run_id, sample=f"{task_id}.e{epoch}", error=str(exc))
+            return None
 
     def hands_off(self) -> bool:
         """Whether the run now belongs to another process, so nothing more may be journaled here."""

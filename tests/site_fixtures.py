@@ -1,0 +1,114 @@
+"""What the site's browser tests share: a headless Chromium that keeps its console log, and the checks every page
+gets (its links, its console, its form labels).
+
+Selenium is pointed at Debian's chromedriver explicitly, so it never downloads a driver (``make browser``).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.remote.webdriver import WebDriver
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[WebDriver]:
+    if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
+        pytest.fail("Debian's chromium and chromium-driver are not installed: run `make browser`")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console messages, read by console_errors
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def console_errors(driver: WebDriver) -> list[str]:
+    """The console's errors since the last call (the log is drained by reading it)."""
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]  # type: ignore[no-untyped-call]
+
+
+UNLABELLED = """
+return Array.from(document.querySelectorAll("input, select, textarea, button")).filter(function (el) {
+  if (el.type === "hidden") return false;
+  if (el.tagName === "BUTTON") return !el.textContent.trim() && !el.getAttribute("aria-label");
+  return el.labels.length === 0 && !el.getAttribute("aria-label");
+}).map(function (el) { return el.outerHTML; });
+"""
+"""A script that lists the page's form controls without a label (a ``<label>``, or an ``aria-label``)."""
+
+
+def unlabelled_controls(driver: WebDriver) -> list[str]:
+    """Every form control on the current page that has no label."""
+    found = driver.execute_script(UNLABELLED)
+    assert isinstance(found, list)
+    return [str(x) for x in found]
+
+
+def screenshot(driver: WebDriver, target: Path) -> Path:
+    """Save a screenshot and check it is a real, non-empty picture."""
+    assert driver.save_screenshot(str(target))
+    blob = target.read_bytes()
+    assert blob[:8] == PNG_MAGIC, "not a PNG"
+    width, height = struct.unpack(">II", blob[16:24])  # the IHDR chunk
+    assert width >= 800 and height >= 600, (width, height)
+    assert len(blob) > 20_000, "a nearly empty picture"
+    return target
+
+
+class PageLinks(HTMLParser):
+    """Every link a page holds (``a href``, ``link href``, ``script src``, ``img src``) and every element id."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.ids: set[str] = set()
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if values.get("id"):
+            self.ids.add(values["id"] or "")
+        target = values.get("href") if tag in ("a", "link") else values.get("src") if tag in ("script", "img") else None
+        if target:
+            self.links.append(target)
+
+
+def is_internal(link: str) -> bool:
+    """Whether a link stays on the site (not another scheme or host)."""
+    return not link.startswith(("http://", "https://", "mailto:", "//", "javascript:", "data:"))
+
+
+VISIBLE_ROWS = """
+return Array.from(document.querySelectorAll("#task-list tr.task-row"))
+  .filter(function (r) { return r.offsetParent !== null; }).map(function (r) { return r.id.slice(4); });
+"""
+
+
+def visible_task_rows(driver: WebDriver) -> list[str]:
+    """The ids of the task list's shown rows, read in one script (one round trip; a list swapped in meanwhile is
+    read whole, never half)."""
+    found = driver.execute_script(VISIBLE_ROWS)
+    assert isinstance(found, list)
+    return [str(x) for x in found]
