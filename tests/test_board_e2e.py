@@ -259,10 +259,12 @@ def test_pages_in_chromium_show_the_submitters_name_as_text(
     browser.get(board.url + "/leaderboard")  # "/" is the contract (runner/site)
     assert browser.find_element(By.ID, "board-panel").is_displayed()
     links = [a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "a")]
-    assert f"{board.url}/runs/{final['run_id']}" in links
+    # The report sits at /runs/<id>/ so that its sample pages (samples/...) resolve; /runs/<id> redirects there.
+    assert f"{board.url}/runs/{final['run_id']}/" in links
     _no_script_ran(browser)
 
     browser.get(f"{board.url}/runs/{final['run_id']}")
+    assert browser.current_url == f"{board.url}/runs/{final['run_id']}/"
     assert final["run_id"] in browser.page_source
     _no_script_ran(browser)
 
