@@ -278,21 +278,8 @@ class DockerBackend(Backend[DockerSample]):
         Raises:
             SandboxError: the container or volume could not be removed.
         """
-        problems: list[str] = []
-        if handle.container is not None:
-            try:
-                self.api.remove_container(handle.container, force=True)
-                handle.container = None
-            except docker.errors.NotFound:
-                handle.container = None
-            except ENGINE_ERRORS as exc:
-                problems.append(f"container: {exc}")
-        if handle.volume is not None and handle.container is None:
-            try:
-                volume.remove(self.api, handle.volume)
-                handle.volume = None
-            except ENGINE_ERRORS as exc:
-                problems.append(f"volume: {exc}")
+        left = volume.remove_with_container(self.api, handle.container, handle.volume)
+        handle.container, handle.volume, problems = left
         for stream in handle.streams:
             stream.close()
         handle.streams.clear()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,11 +24,38 @@ from runner.sandbox.backend import (
     owner_alive,
     sweep_scratch,
 )
+from runner.sandbox.collect import ChunkReader, CollectLimits, OutputFile, files_from_tar
 
 _log = log.get(__name__)
 
 ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
 """What the Docker SDK raises when the engine refuses or cannot be reached."""
+
+_ARCHIVE_CHUNK = 256 * 1024
+
+
+def output_archive(
+    api: Any, container: str | None, output_bytes: int, limits: CollectLimits, sample_id: str
+) -> dict[str, OutputFile]:
+    """``/output`` of ``container``, streamed with ``get_archive`` and read under ``limits``.
+
+    The stream is bounded by the volume's size (``output_bytes``) plus one tar header per possible inode.
+
+    Raises:
+        SandboxError: ``/output`` could not be read or its archive parsed.
+    """
+    limit = output_bytes + 4096 * 1024 + 1024**2
+    try:
+        chunks, _ = api.get_archive(container, "/output", chunk_size=_ARCHIVE_CHUNK)
+        reader = io.BufferedReader(ChunkReader(chunks, limit), buffer_size=_ARCHIVE_CHUNK)
+        files = files_from_tar(reader, limits)
+        while reader.read(1024**2):  # drain the stream so the connection can be reused
+            pass
+    except (*ENGINE_ERRORS, OSError) as exc:
+        raise SandboxError(f"cannot read /output: {exc}", sample_id=sample_id) from exc
+    except Exception as exc:  # tarfile's errors: the engine's archive is not one we can read
+        raise SandboxError(f"cannot parse the /output archive: {exc}", sample_id=sample_id) from exc
+    return files
 
 
 @contextmanager

@@ -6,7 +6,6 @@ engine init, or a mount point in another mount namespace). Why: docs/sandbox.md,
 
 from __future__ import annotations
 
-import io
 import time
 from pathlib import Path
 from typing import Any
@@ -15,9 +14,9 @@ import docker.errors
 
 from runner.errors import SandboxError
 from runner.sandbox import forwarder
-from runner.sandbox.collect import AgentEnd, ChunkReader, OutputFile, files_from_dir, files_from_tar
+from runner.sandbox.collect import AgentEnd, OutputFile, files_from_dir
 from runner.sandbox.docker import volume
-from runner.sandbox.docker.engine import ENGINE_ERRORS, engine_errors
+from runner.sandbox.docker.engine import ENGINE_ERRORS, engine_errors, output_archive
 from runner.sandbox.docker.layout import (
     AGENT_USER,
     KEEPER_USER,
@@ -184,19 +183,7 @@ class KeeperLayout:
                 return files_from_dir(sample.volume_path, spec.limits)
             except OSError as exc:
                 raise SandboxError(f"cannot read /output: {exc}", sample_id=spec.sample_id) from exc
-        # Bounded by the volume's size plus one tar header per possible inode.
-        limit = spec.output_bytes + 4096 * 1024 + 1024**2
-        try:
-            chunks, _ = self.api.get_archive(sample.container, "/output", chunk_size=256 * 1024)
-            reader = io.BufferedReader(ChunkReader(chunks, limit), buffer_size=256 * 1024)
-            files = files_from_tar(reader, spec.limits)
-            while reader.read(1024**2):  # drain the stream so the connection can be reused
-                pass
-        except (*ENGINE_ERRORS, OSError) as exc:
-            raise SandboxError(f"cannot read /output: {exc}", sample_id=spec.sample_id) from exc
-        except Exception as exc:  # tarfile's errors: the engine's archive is not one we can read
-            raise SandboxError(f"cannot parse the /output archive: {exc}", sample_id=spec.sample_id) from exc
-        return files
+        return output_archive(self.api, sample.container, spec.output_bytes, spec.limits, spec.sample_id)
 
     def release(self) -> None:
         """Nothing is held on the host."""

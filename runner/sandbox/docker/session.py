@@ -16,7 +16,6 @@ permissions apply to Inspect exactly as to the agent. Every read is capped on th
 
 from __future__ import annotations
 
-import io
 import posixpath
 import secrets
 import shutil
@@ -42,9 +41,9 @@ from runner.sandbox.backend import (
     make_sample_dir,
     owner_id,
 )
-from runner.sandbox.collect import ChunkReader, CollectLimits, OutputFile, files_from_tar
+from runner.sandbox.collect import CollectLimits, OutputFile
 from runner.sandbox.docker import engine, lockdown, volume
-from runner.sandbox.docker.engine import ENGINE_ERRORS, engine_errors, name_part
+from runner.sandbox.docker.engine import ENGINE_ERRORS, engine_errors, name_part, output_archive
 from runner.sandbox.docker.layout import AGENT_USER, KEEPER_USER
 from runner.sandbox.docker.streams import raw_socket
 from runner.world import DOCS_DIR, SNAPSHOT_NAME
@@ -375,23 +374,13 @@ class SandboxSession:
             SandboxError: ``/output`` could not be read or its archive parsed.
         """
         spec = self.spec
-        limit = spec.output_bytes + 4096 * 1024 + 1024**2  # the volume's size plus one tar header per inode
         with engine_errors("cannot pause the container", spec.session_id):
             self.api.pause(self.container)
         try:
-            chunks, _ = self.api.get_archive(self.container, "/output", chunk_size=256 * 1024)
-            reader = io.BufferedReader(ChunkReader(chunks, limit), buffer_size=256 * 1024)
-            files = files_from_tar(reader, spec.limits)
-            while reader.read(1024**2):  # drain the stream so the connection can be reused
-                pass
-        except (*ENGINE_ERRORS, OSError) as exc:
-            raise SandboxError(f"cannot read /output: {exc}", sample_id=spec.session_id) from exc
-        except Exception as exc:  # tarfile's errors: the engine's archive is not one we can read
-            raise SandboxError(f"cannot parse the /output archive: {exc}", sample_id=spec.session_id) from exc
+            return output_archive(self.api, self.container, spec.output_bytes, spec.limits, spec.session_id)
         finally:
             with engine_errors("cannot resume the container", spec.session_id):
                 self.api.unpause(self.container)
-        return files
 
     def remove(self) -> None:
         """Remove the container, its volume and its host folder. Idempotent.
@@ -399,21 +388,7 @@ class SandboxSession:
         Raises:
             SandboxError: the container or the volume could not be removed (a sweep will).
         """
-        problems: list[str] = []
-        if self.container is not None:
-            try:
-                self.api.remove_container(self.container, force=True)
-                self.container = None
-            except docker.errors.NotFound:
-                self.container = None
-            except ENGINE_ERRORS as exc:
-                problems.append(f"container: {exc}")
-        if self.volume is not None and self.container is None:
-            try:
-                volume.remove(self.api, self.volume)
-                self.volume = None
-            except ENGINE_ERRORS as exc:
-                problems.append(f"volume: {exc}")
+        self.container, self.volume, problems = volume.remove_with_container(self.api, self.container, self.volume)
         shutil.rmtree(self.folder, ignore_errors=True)
         if problems:
             raise SandboxError("cleanup failed: " + "; ".join(problems), sample_id=self.spec.session_id)

@@ -66,6 +66,32 @@ def remove(api: Any, name: str) -> None:
             api.remove_volume(name, force=True)
 
 
+def remove_with_container(
+    api: Any, container: str | None, name: str | None
+) -> tuple[str | None, str | None, list[str]]:
+    """Force-remove ``container`` (paused or not), then the volume ``name`` once no container holds it.
+
+    Returns what is left of each (``None``: gone) and the problems met, for the caller to raise together with its
+    own; a container already gone counts as removed.
+    """
+    problems: list[str] = []
+    if container is not None:
+        try:
+            api.remove_container(container, force=True)
+            container = None
+        except docker.errors.NotFound:
+            container = None
+        except ENGINE_ERRORS as exc:
+            problems.append(f"container: {exc}")
+    if name is not None and container is None:
+        try:
+            remove(api, name)
+            name = None
+        except ENGINE_ERRORS as exc:
+            problems.append(f"volume: {exc}")
+    return container, name, problems
+
+
 def _is_sample_tmpfs(info: os.stat_result, fs: os.statvfs_result, size: int) -> bool:
     # What the sample's /output volume looks like from the host: a directory owned by the agent's uid, on a
     # filesystem of exactly the size we asked for.
