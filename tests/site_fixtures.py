@@ -12,36 +12,14 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+from chromium import PNG_MAGIC, open_chromium
 from selenium.webdriver.remote.webdriver import WebDriver
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
 def chromium() -> Iterator[WebDriver]:
-    if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
-        pytest.fail("Debian's chromium and chromium-driver are not installed: run `make browser`")
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1400,1000",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console messages, read by console_errors
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(30)
-    try:
+    with open_chromium(1400, 1000) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def console_errors(driver: WebDriver) -> list[str]:

@@ -13,9 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from chromium import PNG_MAGIC, open_chromium
 from report_runs import all_gold, docker_null, docker_replay, mixed, timed_out
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
@@ -28,33 +27,13 @@ from runner.record.report import REPORT_NAME
 __all__ = ["all_gold", "docker_null", "docker_replay", "mixed", "timed_out"]  # fixtures, imported for pytest
 
 pytestmark = pytest.mark.browser
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 SHOT_FOR_PEOPLE = Path("/tmp/ispm-report.png")
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[WebDriver]:
-    if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
-        pytest.fail("Debian's chromium and chromium-driver are not installed: run `make browser`")
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1500,1100",
-    ):
-        options.add_argument(flag)
-    # An explicit driver path: selenium-manager (which would download one) never runs.
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(30)
-    try:
+    with open_chromium(1500, 1100) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _visible_tasks(browser: WebDriver) -> list[str]:

@@ -19,10 +19,9 @@ from pathlib import Path
 
 import atif
 import pytest
+from chromium import open_chromium
 from fake_provider import FakeProvider, Seen, ToolCall, Turn, Usage, point_clients_at
 from inspect_ai.log import read_eval_log
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -73,8 +72,6 @@ TURNS = [
 SETTINGS = ClientSettings(read_timeout=30.0, max_attempts=2, backoff_initial=0.01, backoff_max=0.05)
 SHOT_FOR_PEOPLE = Path("/tmp/ispm-sample.png")
 TASKS = load_tasks(tasks_dir())
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
 
 def _offers_bash(seen: Seen) -> bool:
@@ -141,24 +138,8 @@ def test_the_timeline_has_the_calls_then_the_sql_between_them_then_the_answer_an
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[WebDriver]:
-    if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
-        pytest.fail("Debian's chromium and chromium-driver are not installed: run `make browser`")
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1280,1400",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(30)
-    try:
+    with open_chromium(1280, 1400) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.mark.browser
