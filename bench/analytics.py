@@ -13,41 +13,19 @@ import random
 import tempfile
 from pathlib import Path
 
-from timing import median_seconds  # bench/ is the script's folder: sys.path[0]
+from records import seed_record, synthetic_runs  # bench/ is the script's folder: sys.path[0]
+from timing import median_seconds
 
-from runner.pipeline import run_calibration
 from runner.record.store import QUERIES, load_summaries, open_store, run_query
 
 RUNS = 100
-
-
-def _seed_record(tmp: Path) -> dict[str, object]:
-    existing = sorted(Path("runs").glob("*/record.json"))
-    for path in existing:
-        record = json.loads(path.read_text())
-        if record.get("scores"):
-            return dict(record)
-    result = run_calibration("replay", epochs=1, run_dir=tmp / "seed")
-    return dict(json.loads(result.record_path.read_text()))
 
 
 def main() -> None:
     rng = random.Random(7)
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        seed = _seed_record(tmp)
-        folders = []
-        for i in range(RUNS):
-            record = json.loads(json.dumps(seed))
-            record["run_id"] = f"synthetic-{i:03d}"
-            record["calibration"] = None
-            for task in record["scores"]["tasks"]:
-                for dim in task["grades"]:
-                    task["grades"][dim] = rng.choice(("correct", "partial", "incorrect"))
-            folder = tmp / record["run_id"]
-            folder.mkdir()
-            (folder / "record.json").write_text(json.dumps(record))
-            folders.append(folder)
+        folders = synthetic_runs(seed_record(tmp), RUNS, tmp, "synthetic", rng)
 
         def analytics() -> None:
             conn = open_store(load_summaries(folders))

@@ -33,24 +33,15 @@ from typing import Any
 
 import uvloop
 import yaml
+from records import seed_record  # bench/ is the script's folder: sys.path[0]
 
 from runner.board.config import BoardConfig
 from runner.board.db import Submission, Token, utcnow
 from runner.board.serve import open_board
-from runner.pipeline import run_calibration
 
 ISPM = str(Path(sys.executable).with_name("ispm"))
 P99_TARGET_S = 0.250
 RATE_TARGET = 300.0
-
-
-def _seed_record(tmp: Path) -> dict[str, Any]:
-    for path in sorted(Path("runs").glob("*/record.json")):
-        record = json.loads(path.read_text())
-        if record.get("scores"):
-            return dict(record)
-    result = run_calibration("replay", epochs=1, tasks=["ispm-001", "ispm-010"], run_dir=tmp / "seed")
-    return dict(json.loads(result.record_path.read_text()))
 
 
 def _publish(data_dir: Path, runs: int, seed: dict[str, Any]) -> None:
@@ -134,7 +125,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        seed = _seed_record(tmp)
+        seed = seed_record(tmp, ["ispm-001", "ispm-010"])
         data_dir = tmp / "board"
         _publish(data_dir, args.runs, seed)
         config = tmp / "board.yaml"

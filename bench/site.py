@@ -19,7 +19,6 @@ Run: .venv/bin/python bench/site.py
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
 import shutil
@@ -33,10 +32,10 @@ from pathlib import Path
 
 import httpx
 import yaml
+from records import seed_record, synthetic_runs  # bench/ is the script's folder: sys.path[0]
 from sqlalchemy import create_engine, text
-from timing import median_seconds  # bench/ is the script's folder: sys.path[0]
+from timing import median_seconds
 
-from runner.pipeline import run_calibration
 from runner.record.leaderboard import board_rows, render_leaderboard
 from runner.site import render
 from runner.site.build import build_site, published_from_folders
@@ -53,41 +52,13 @@ PAGES = ["/", "/tasks", "/tasks?vendor=okta&kind=verdict", "/tasks?q=lumen+okta"
 BASELINE = "/api/v1/key"
 
 
-def _seed_record(tmp: Path) -> dict[str, object]:
-    for path in sorted(Path("runs").glob("*/record.json")):
-        record = json.loads(path.read_text())
-        if record.get("scores"):
-            return dict(record)
-    tasks = ["ispm-001", "ispm-019", "ispm-037", "ispm-073", "ispm-082", "ispm-100"]
-    result = run_calibration("replay", epochs=1, tasks=tasks, run_dir=tmp / "seed")
-    return dict(json.loads(result.record_path.read_text()))
-
-
 def _runs(tmp: Path) -> list[Path]:
-    rng = random.Random(11)
-    seed = _seed_record(tmp)
-    folders = []
-    for i in range(RUNS):
-        record = json.loads(json.dumps(seed))
-        record["run_id"] = f"bench-site-{i:02d}"
-        record["calibration"] = None
-        for task in record["scores"]["tasks"]:
-            for dim in task["grades"]:
-                task["grades"][dim] = rng.choice(("correct", "partial", "incorrect"))
-        folder = tmp / record["run_id"]
-        folder.mkdir()
-        (folder / "record.json").write_text(json.dumps(record))
-        folders.append(folder)
-    return folders
+    seed = seed_record(tmp, ["ispm-001", "ispm-019", "ispm-037", "ispm-073", "ispm-082", "ispm-100"])
+    return synthetic_runs(seed, RUNS, tmp, "bench-site", random.Random(11))
 
 
 def _p50_ms(action: Callable[[], object], repeats: int) -> float:
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        action()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples) * 1000
+    return median_seconds(action, repeats) * 1000
 
 
 def _verdict(ms: float, target: float) -> str:

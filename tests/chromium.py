@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,3 +35,14 @@ def open_chromium(width: int, height: int) -> Iterator[WebDriver]:
         yield driver
     finally:
         driver.quit()
+
+
+def screenshot(driver: WebDriver, target: Path) -> Path:
+    """Save a screenshot and check it is a real, non-empty picture."""
+    assert driver.save_screenshot(str(target))
+    blob = target.read_bytes()
+    assert blob[:8] == PNG_MAGIC, "not a PNG"
+    width, height = struct.unpack(">II", blob[16:24])  # the IHDR chunk
+    assert width >= 800 and height >= 600, (width, height)
+    assert len(blob) > 20_000, "a nearly empty picture"
+    return target

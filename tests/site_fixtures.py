@@ -6,13 +6,11 @@ Selenium is pointed at Debian's chromedriver explicitly, so it never downloads a
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
-from chromium import PNG_MAGIC, open_chromium
+from chromium import open_chromium
 from selenium.webdriver.remote.webdriver import WebDriver
 
 
@@ -42,17 +40,6 @@ def unlabelled_controls(driver: WebDriver) -> list[str]:
     found = driver.execute_script(UNLABELLED)
     assert isinstance(found, list)
     return [str(x) for x in found]
-
-
-def screenshot(driver: WebDriver, target: Path) -> Path:
-    """Save a screenshot and check it is a real, non-empty picture."""
-    assert driver.save_screenshot(str(target))
-    blob = target.read_bytes()
-    assert blob[:8] == PNG_MAGIC, "not a PNG"
-    width, height = struct.unpack(">II", blob[16:24])  # the IHDR chunk
-    assert width >= 800 and height >= 600, (width, height)
-    assert len(blob) > 20_000, "a nearly empty picture"
-    return target
 
 
 class PageLinks(HTMLParser):

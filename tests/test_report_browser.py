@@ -8,12 +8,11 @@ so it never downloads a driver (``make browser`` installs both packages).
 from __future__ import annotations
 
 import shutil
-import struct
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from chromium import PNG_MAGIC, open_chromium
+from chromium import open_chromium, screenshot
 from report_runs import all_gold, docker_null, docker_replay, mixed, timed_out
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -54,16 +53,6 @@ def _expected(record: RunRecord, **wanted: str) -> list[str]:
     return keep
 
 
-def _screenshot(browser: WebDriver, target: Path) -> Path:
-    assert browser.save_screenshot(str(target))
-    blob = target.read_bytes()
-    assert blob[:8] == PNG_MAGIC, "not a PNG"
-    width, height = struct.unpack(">II", blob[16:24])  # the IHDR chunk
-    assert width >= 800 and height >= 600, (width, height)
-    assert len(blob) > 20_000, "a nearly empty picture"
-    return target
-
-
 def _check_filters(browser: WebDriver, record: RunRecord, first: tuple[str, str], second: tuple[str, str]) -> None:
     everything = _expected(record)
     assert _visible_tasks(browser) == everything
@@ -102,7 +91,7 @@ def test_the_mixed_report_filters_and_expands(browser: WebDriver, mixed: Path, t
     # Hostile SQL stays text: the page never ran it.
     assert browser.execute_script("return window.pwned === undefined") is True
     browser.execute_script("window.scrollTo(0, document.getElementById('tasks').offsetTop - 50)")
-    shot = _screenshot(browser, tmp_path / "mixed-report.png")
+    shot = screenshot(browser, tmp_path / "mixed-report.png")
     shutil.copyfile(shot, SHOT_FOR_PEOPLE)
 
 
@@ -120,7 +109,7 @@ def test_a_docker_calibration_report_filters_by_hops_and_category(
     browser.find_element(By.ID, "scoring-link").click()
     assert browser.execute_script("return location.hash") == "#scoring"
     assert browser.find_element(By.ID, "scoring").is_displayed()
-    _screenshot(browser, tmp_path / "replay-report.png")
+    screenshot(browser, tmp_path / "replay-report.png")
 
 
 def test_the_leaderboard_filters_and_sorts(
@@ -161,4 +150,4 @@ def test_the_leaderboard_filters_and_sorts(
     no_score = next(r for r in records if r not in scored)
     unranked = browser.find_element(By.CSS_SELECTOR, f"tr[data-run='{no_score}']")
     assert "No score" in unranked.text
-    _screenshot(browser, tmp_path / "leaderboard.png")
+    screenshot(browser, tmp_path / "leaderboard.png")

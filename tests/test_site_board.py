@@ -17,6 +17,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 import pytest
 from board_fixtures import BoardProcess
+from chromium import screenshot
 from report_runs import mixed
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -26,7 +27,6 @@ from site_fixtures import (
     chromium,
     console_errors,
     is_internal,
-    screenshot,
     unlabelled_controls,
     visible_task_rows,
 )

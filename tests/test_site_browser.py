@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
+from chromium import screenshot
 from report_runs import mixed
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -21,7 +22,6 @@ from site_fixtures import (
     chromium,
     console_errors,
     is_internal,
-    screenshot,
     unlabelled_controls,
     visible_task_rows,
 )

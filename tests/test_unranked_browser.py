@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 from breaker_runs import judges, stopped, unhealthy
+from chromium import screenshot
 from report_runs import MIXED_TASKS, ScriptedBackend, all_gold, timed_out
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from test_report_browser import _screenshot, browser
+from test_report_browser import browser
 
 from runner.pipeline import start_run
 from runner.record.build import load_record
@@ -62,4 +63,4 @@ def test_the_leaderboard_shows_why_each_run_is_unranked(
     assert reasons[2] is not None and reasons[2].startswith("Not rankable, unhealthy run: judge openai/judge-a ")
     assert reasons[3] is not None and reasons[3].startswith("Timed out: the run limit passed")
     assert reasons[4] == "Harness calibration (null): not a model score."
-    _screenshot(browser, tmp_path / "unranked.png")
+    screenshot(browser, tmp_path / "unranked.png")
