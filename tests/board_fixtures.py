@@ -76,6 +76,12 @@ class BoardProcess:
                 time.sleep(0.2)
         raise AssertionError("the board did not start: " + self.log.read_text(errors="replace"))
 
+    def __enter__(self) -> BoardProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def kill(self) -> None:
         """``kill -9``: no cleanup of any kind."""
         if self.process is not None and self.process.poll() is None:

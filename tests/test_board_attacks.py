@@ -27,7 +27,7 @@ from board_fixtures import BoardProcess, tiny_contract_image
 from runner.board import quarantine
 from runner.board.errors import BoardError
 from runner.sandbox.tags import TagMove
-from runner.sandbox.transfer import TagsMoved, load_and_tag
+from runner.sandbox.transfer import TagsMoved, engine_image_ids, load_and_tag
 
 pytestmark = pytest.mark.docker
 
@@ -69,11 +69,8 @@ def saved(client: Any, images: dict[str, str]) -> bytes:
 @pytest.fixture(scope="module")
 def board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BoardProcess]:
     settings = {"board_id": f"attack-{RUN}", "judges": ["ref#1", "ref#2"], "candidates": ["openai/cand"]}
-    process = BoardProcess(tmp_path_factory.mktemp("board-attacks"), settings).start()
-    try:
+    with BoardProcess(tmp_path_factory.mktemp("board-attacks"), settings) as process:
         yield process
-    finally:
-        process.stop()
 
 
 @pytest.fixture(scope="module")
@@ -103,16 +100,6 @@ def _manifest(saved: bytes, tags: list[str] | None) -> list[dict[str, Any]]:
     return manifest
 
 
-def _ids(client: Any, tags: list[str]) -> dict[str, str | None]:
-    found: dict[str, str | None] = {}
-    for tag in tags:
-        try:
-            found[tag] = str(client.images.get(tag).id)
-        except docker.errors.ImageNotFound:
-            found[tag] = None
-    return found
-
-
 def _post(board: BoardProcess, token: str, body: bytes) -> httpx.Response:
     return httpx.post(
         board.url + "/api/v1/submissions",
@@ -125,7 +112,7 @@ def _post(board: BoardProcess, token: str, body: bytes) -> httpx.Response:
 
 def _victims(client: Any) -> dict[str, str | None]:
     """The throwaway victims: a tag that exists (the victim image) and one that does not yet."""
-    return _ids(client, [f"{REPOSITORY}:victim", f"{REPOSITORY}:made"])
+    return engine_image_ids(client, [f"{REPOSITORY}:victim", f"{REPOSITORY}:made"])
 
 
 def test_a_manifest_named_dot_slash_manifest_is_read_as_the_manifest_and_refused(
@@ -192,21 +179,21 @@ def test_an_oci_index_with_name_annotations_is_refused(
 def test_tags_that_name_the_projects_own_images_are_refused_and_their_ids_unchanged(
     board: BoardProcess, token: str, client: Any, saved: bytes
 ) -> None:
-    before = _ids(client, list(PROJECT))
+    before = engine_image_ids(client, list(PROJECT))
     try:
         response = _post(board, token, _spoiled(saved, [("./manifest.json", _manifest(saved, list(PROJECT)))]))
         assert (response.status_code, response.json()) == (
             422,
             {"error": f"refused: manifest.json names the image ({json.dumps(list(PROJECT))[:200]}); save it by id"},
         )
-        assert _ids(client, list(PROJECT)) == before
+        assert engine_image_ids(client, list(PROJECT)) == before
     finally:
         _put_back(client, before)
 
 
 def _put_back(client: Any, before: dict[str, str | None]) -> None:
     """Point every tag of ``before`` where it was (a failing test must not leave the shared engine changed)."""
-    for tag, now in _ids(client, list(before)).items():
+    for tag, now in engine_image_ids(client, list(before)).items():
         if now == before[tag]:
             continue
         repository, _, version = tag.rpartition(":")
@@ -230,7 +217,7 @@ def test_a_load_that_moves_tags_puts_them_back_and_keeps_nothing_of_the_image(
         TagMove(tag=f"{REPOSITORY}:made", before=None, after=images["agent"]),
         TagMove(tag=f"{REPOSITORY}:victim", before=images["victim"], after=images["agent"]),
     ]
-    assert _ids(client, [*before, quarantine_tag]) == {**before, quarantine_tag: None}
+    assert engine_image_ids(client, [*before, quarantine_tag]) == {**before, quarantine_tag: None}
 
 
 def test_a_load_that_got_past_the_checks_and_moved_a_tag_is_refused_and_logged_as_an_attack(

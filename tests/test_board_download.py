@@ -30,11 +30,8 @@ def board(tmp_path_factory: pytest.TempPathFactory, executable: Path) -> Iterato
         "candidates": ["openai/cand"],
         "binary": str(executable),
     }
-    process = BoardProcess(tmp_path_factory.mktemp("board-download"), settings).start()
-    try:
+    with BoardProcess(tmp_path_factory.mktemp("board-download"), settings) as process:
         yield process
-    finally:
-        process.stop()
 
 
 def test_the_executable_is_served_with_its_sha256(board: BoardProcess, executable: Path) -> None:

@@ -54,11 +54,8 @@ def board(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         if url is not None:
             settings["database_url"] = url
         env = {"OPENAI_API_KEY": "sk-board-e2e", "OPENAI_BASE_URL": candidate.openai_base}
-        process = BoardProcess(tmp_path_factory.mktemp(f"board-{request.param}"), settings, env).start()
-        try:
+        with BoardProcess(tmp_path_factory.mktemp(f"board-{request.param}"), settings, env) as process:
             yield process
-        finally:
-            process.stop()
 
 
 def _database(kind: str) -> Any:

@@ -37,11 +37,8 @@ def board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BoardProcess]:
         "max_upload_bytes": CAP,
         "open_submissions_per_token": 1,
     }
-    process = BoardProcess(tmp_path_factory.mktemp("board-http"), settings).start()
-    try:
+    with BoardProcess(tmp_path_factory.mktemp("board-http"), settings) as process:
         yield process
-    finally:
-        process.stop()
 
 
 @pytest.fixture(scope="module")

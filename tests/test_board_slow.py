@@ -31,11 +31,8 @@ def board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BoardProcess]:
         "min_body_bytes_per_s": 1024,
         "body_grace_s": 1,
     }
-    process = BoardProcess(folder, settings, env={"ISPM_LOG_FILE": str(folder / "ispm.jsonl")}).start()
-    try:
+    with BoardProcess(folder, settings, env={"ISPM_LOG_FILE": str(folder / "ispm.jsonl")}) as process:
         yield process
-    finally:
-        process.stop()
 
 
 @pytest.fixture(scope="module")

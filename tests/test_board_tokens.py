@@ -81,11 +81,8 @@ def test_revoking_a_token_twice_or_one_that_is_not_there_says_so(config: Path) -
 @pytest.fixture(scope="module")
 def board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BoardProcess]:
     settings = {"board_id": "tokens-live", "judges": ["ref#1", "ref#2"], "candidates": ["openai/cand"]}
-    process = BoardProcess(tmp_path_factory.mktemp("board-tokens"), settings).start()
-    try:
+    with BoardProcess(tmp_path_factory.mktemp("board-tokens"), settings) as process:
         yield process
-    finally:
-        process.stop()
 
 
 def test_a_revoked_token_is_refused_from_the_next_request_and_its_last_use_is_listed(board: BoardProcess) -> None:
