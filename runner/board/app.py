@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import secrets
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +95,24 @@ def _html(request: Request, page: RenderedPage) -> Response:
         headers = {"content-encoding": "gzip", "vary": "accept-encoding"}
         return Response(page.gzipped, media_type="text/html; charset=utf-8", headers=headers)
     return Response(page.html, media_type="text/html; charset=utf-8", headers={"vary": "accept-encoding"})
+
+
+def _full_record(run_dir: Path) -> RunRecord:
+    return RunRecord.model_validate_json((run_dir / "record.json").read_text(encoding="utf-8"))
+
+
+def _readable(sub: Submission, read: Callable[[Path], RunRecord]) -> RunRecord | None:
+    """``read`` of the submission's run folder, or ``None``: a record gone or damaged on disk is logged and left
+    off the page rather than taking the page down."""
+    try:
+        return read(Path(sub.run_dir or ""))
+    except (OSError, ValueError) as exc:
+        _log.warning("board.published_record_unreadable", submission=sub.id, error=str(exc)[:500])
+        return None
+
+
+def _label(sub: Submission) -> str:
+    return f"{sub.display_name} ({sub.candidate})"
 
 
 def _present(path: Path) -> Path:
@@ -255,14 +273,10 @@ def create_app(ctx: BoardContext) -> Starlette:
                 continue
             run = with_tasks.get(sub.run_id)
             if run is None:
-                try:
-                    text = (Path(sub.run_dir) / "record.json").read_text(encoding="utf-8")
-                    record = RunRecord.model_validate_json(text)
-                except (OSError, ValueError) as exc:  # a record gone or damaged on disk must not take the page down
-                    _log.warning("board.published_record_unreadable", submission=sub.id, error=str(exc)[:500])
+                record = _readable(sub, _full_record)
+                if record is None:
                     continue
-                label = f"{sub.display_name} ({sub.candidate})"
-                run = with_tasks[sub.run_id] = published_run(record, label=label, has_report=True)
+                run = with_tasks[sub.run_id] = published_run(record, label=_label(sub), has_report=True)
             runs.append(run)
         return runs
 
@@ -271,14 +285,9 @@ def create_app(ctx: BoardContext) -> Starlette:
             subs = list(session.scalars(select(Submission).where(Submission.state.in_(CLOSED)).order_by(Submission.id)))
         published = []
         for sub in subs:
-            if sub.state == "published" and sub.run_dir:
-                try:
-                    record = records.get(Path(sub.run_dir))
-                except (OSError, ValueError) as exc:  # a record gone or damaged on disk must not take the page down
-                    _log.warning("board.published_record_unreadable", submission=sub.id, error=str(exc)[:500])
-                    continue
-                label = f"{sub.display_name} ({sub.candidate})"
-                published.append(PublishedRun(record=record, tasks={}, label=label, has_report=True))
+            record = _readable(sub, records.get) if sub.state == "published" and sub.run_dir else None
+            if record is not None:
+                published.append(PublishedRun(record=record, tasks={}, label=_label(sub), has_report=True))
         closed = [s for s in subs if s.state in ("failed", "cancelled")]
         panel = pages.board_panel(closed, board_id=config.board_id, key_sha256=key_sha)
         return render.leaderboard_page(sources, top, published, panel)
