@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from runner.trace.model import AssembledResponse, Body, CapReachedEvent, ModelCallEvent, SampleKey, TextBlock
-from runner.trace.storage import TranscriptBuilder, TranscriptError, read_stored, resolve
+from runner.trace.storage import StoredCall, StoredList, TranscriptBuilder, TranscriptError, read_stored, resolve
 
 KEY = SampleKey(task_id="ispm-001", epoch=1)
 
@@ -99,3 +99,47 @@ def test_a_file_of_a_newer_format_version_is_refused() -> None:
     raw["version"] = 2
     with pytest.raises(TranscriptError, match="format version 2, newer than this ispm reads"):
         read_stored(gzip.compress(json.dumps(raw).encode()), "here")
+
+
+# (what the case is, the messages of each call in turn, how many of the last call's messages come from the one before)
+HISTORIES: tuple[tuple[str, list[list[object]], int], ...] = (
+    ("the whole history resent, two added", [["q1"], ["q1", "r1", "q2"]], 1),
+    ("an earlier message edited", [["q1", "r1"], ["q1", "R1", "q2"]], 1),
+    ("a number resent as a boolean", [[1, "q1"], [True, "q1", "q2"]], 0),
+    ("a float resent as an integer", [[1.0, "q1"], [1, "q1"]], 0),
+    ("the history cut short", [["q1", "r1", "q2"], ["q1", "r1"]], 2),
+    ("an unrelated history", [["q1", "r1"], ["x", "y"]], 0),
+    ("a message object resent", [[{"role": "user", "content": "q"}], [{"role": "user", "content": "q"}, "a"]], 1),
+)
+
+
+@pytest.mark.parametrize(("histories", "kept"), [case[1:] for case in HISTORIES], ids=[case[0] for case in HISTORIES])
+def test_each_request_reads_back_as_sent_and_its_history_is_kept_once(histories: list[list[object]], kept: int) -> None:
+    builder = TranscriptBuilder("candidate")
+    events = []
+    for seq, messages in enumerate(histories):
+        event = _turn(seq, [])
+        body = {**event.request.content, "messages": messages}
+        event = event.model_copy(update={"request": Body(encoding="json", content=body, size=1)})
+        builder.add(event)
+        events.append(event)
+    stored = read_stored(builder.encode("run-1", KEY), "here")
+    resolved = resolve(stored, "here")
+    assert [json.dumps(e.request.content) for e in resolved] == [json.dumps(e.request.content) for e in events]
+    last = stored.events[-1]
+    assert isinstance(last, StoredCall) and last.request.fields is not None
+    listed = last.request.fields["messages"]
+    assert isinstance(listed, StoredList) and listed.keep == kept
+
+
+def test_a_field_resent_with_the_same_value_of_another_type_reads_back_as_sent() -> None:
+    builder = TranscriptBuilder("candidate")
+    events = []
+    for seq, value in enumerate([1, 1.0, True, True, None, None, "1", 1]):
+        event = _turn(seq, [])
+        body = {**event.request.content, "temperature": value}
+        event = event.model_copy(update={"request": Body(encoding="json", content=body, size=1)})
+        builder.add(event)
+        events.append(event)
+    resolved = resolve(read_stored(builder.encode("run-1", KEY), "here"), "here")
+    assert [json.dumps(e.request.content) for e in resolved] == [json.dumps(e.request.content) for e in events]

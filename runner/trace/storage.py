@@ -217,7 +217,9 @@ class TranscriptBuilder:
             staged.clear()
             event = event.model_copy(update={"request": _as_text(event.request, redact)})
             staged_request = self._store_body(event.request, event.caller, staged, _unchanged)
-        response = None if event.response is None else self._blob(event.response.model_dump(mode="json"), staged)
+        response = None
+        if event.response is not None:
+            response = self._blob_json(event.response.model_dump_json().encode(), staged)
         error_body = None if event.error_body is None else self._store_body(event.error_body, None, staged, _unchanged)
         new_bytes = sum(size for _, size in staged.values())
         if self._cap is not None or self._kept + new_bytes > self.limit_bytes:
@@ -279,7 +281,10 @@ class TranscriptBuilder:
 
     def _blob(self, value: Any, staged: dict[bytes, tuple[bytes, int]]) -> bytes:
         """The digest of ``value``, staged as a new blob unless it is already kept."""
-        raw = _canonical(value)
+        return self._blob_json(_canonical(value), staged)
+
+    def _blob_json(self, raw: bytes, staged: dict[bytes, tuple[bytes, int]]) -> bytes:
+        """The digest of a value encoded as compact JSON, staged as a new blob unless it is already kept."""
         digest = hashlib.sha256(raw).digest()
         if digest not in self._index and digest not in staged:
             staged[digest] = (raw, len(raw))
@@ -299,10 +304,10 @@ class TranscriptBuilder:
     @staticmethod
     def _same(value: Any, sent: Any) -> bool:
         """Whether ``value`` equals what the caller sent last time (so its kept blob is this one's): compared, not
-        encoded (C-speed for a resent history). Only containers and strings: for scalars Python's equality conflates
-        ``1``, ``1.0`` and ``true``. The secrets are the same for every call of a part, so equal values redact alike.
+        encoded (C-speed for a resent history). Of the same type too: Python's equality conflates ``1``, ``1.0`` and
+        ``true``. The secrets are the same for every call of a part, so equal values redact alike.
         """
-        return isinstance(value, dict | list | str) and value == sent
+        return type(value) is type(sent) and value == sent
 
     def _store_body(
         self, body: Body, caller: str | None, staged: dict[bytes, tuple[bytes, int]], redact: Redact
@@ -320,8 +325,11 @@ class TranscriptBuilder:
                 if not isinstance(sent, list) or len(sent) != len(previous):
                     sent = []
                 refs: list[_Ref] = []
-                for i, item in enumerate(value):
-                    if len(refs) == i and i < len(sent) and self._same(item, sent[i]):
+                if _resent(value, sent):  # the whole history again, as nearly every turn sends it: one comparison
+                    refs += previous
+                for i in range(len(refs), len(value)):
+                    item = value[i]
+                    if i < len(sent) and self._same(item, sent[i]):
                         refs.append(previous[i])  # still within the history already kept
                     else:
                         refs.append(self._blob(redact(item), staged))
@@ -334,9 +342,6 @@ class TranscriptBuilder:
                 fields[name] = last if last is not None and same else self._blob(redact(value), staged)
         return _StagedBody(body, None, fields)
 
-    def _ref(self, ref: _Ref) -> int:
-        return ref if isinstance(ref, int) else self._index[ref]
-
     def _resolve_staged(self, staged: _StagedBody, caller: str | None) -> StoredBody:
         body = staged.body
         if staged.fields is None:
@@ -345,10 +350,11 @@ class TranscriptBuilder:
         fields: dict[str, int | StoredList] = {}
         for name, ref in staged.fields.items():
             if isinstance(ref, list):
-                items = [self._ref(d) for d in ref]
+                index = self._index
+                items = [d if isinstance(d, int) else index[d] for d in ref]
                 fields[name] = StoredList(add=items) if caller is None else self._as_list(caller, name, items)
             else:
-                fields[name] = self._ref(ref)
+                fields[name] = ref if isinstance(ref, int) else self._index[ref]
         return StoredBody(encoding=body.encoding, size=body.size, note=body.note, fields=fields)
 
     def _as_list(self, caller: str, name: str, items: list[int]) -> StoredList:
@@ -356,11 +362,12 @@ class TranscriptBuilder:
         if base is None:
             return StoredList(add=items)
         previous = self._lists[(caller, base, name)]
-        keep = 0
-        for mine, theirs in zip(items, previous, strict=False):
-            if mine != theirs:
-                break
-            keep += 1
+        keep = len(previous) if items[: len(previous)] == previous else 0
+        if not keep:
+            for mine, theirs in zip(items, previous, strict=False):
+                if mine != theirs:
+                    break
+                keep += 1
         if keep == 0:
             return StoredList(add=items)
         return StoredList(base=base, keep=keep, add=items[keep:])
@@ -439,6 +446,13 @@ def write_part(run_dir: Path, key: SampleKey, part: Part, encoded: EncodedPart) 
         calls=encoded.calls,
         capped=encoded.capped,
     )
+
+
+def _resent(value: list[Any], sent: list[Any]) -> bool:
+    """Whether ``value`` starts with every item of ``sent``, each equal and of the same type (``1``, ``1.0`` and
+    ``true`` are equal in Python, and are not the same JSON)."""
+    n = len(sent)
+    return 0 < n <= len(value) and value[:n] == sent and list(map(type, value[:n])) == list(map(type, sent))
 
 
 class _StagedBody:
