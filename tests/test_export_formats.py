@@ -1,7 +1,8 @@
 """``ispm export`` checked by the formats' own tools: every ATIF trajectory validates against the ``atif`` package's
 models (ATIF v1.8), and the Inspect log loads with ``inspect_ai.log.read_eval_log``, goes through ``inspect view
 bundle``, which lists it as the viewer does, and is listed and opened by the viewer's own server (``inspect view
-start``, on loopback, asked through its API as the viewer's page asks it).
+start``, on loopback, asked through its API as the viewer's page asks it). The viewer's page itself, in Debian's
+headless chromium, shows the sample's conversation, its scores per dimension and its model usage.
 
 Runs: the hand-written one of ``trace_runs`` (a transcript, and the same run without one), and ``report_runs.mixed``
 (a real run with gold answers, empty ones, timeouts and hostile SQL, and no model at all).
@@ -14,15 +15,23 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
 import atif
 import httpx
 import pytest
+from chromium import open_chromium, screenshot
 from inspect_ai.log import read_eval_log
 from report_runs import MIXED_TASKS, mixed
-from trace_runs import AGENT_SAYS, KEY, PROMPT, REPLY, SQL, SYSTEM, task_set, write_run
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.command import Command
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+from trace_runs import AGENT_SAYS, KEY, PROMPT, REPLY, RESULT, SQL, SYSTEM, task_set, write_run
 
 from runner.record.build import load_record
 from runner.trace.export import write_atif, write_inspect
@@ -63,7 +72,8 @@ def test_a_trajectory_holds_the_conversation_the_host_saw(run: Path, tmp_path: P
         "SELECT nope FROM okta_users",
     ]
     assert second.message == "Done." and second.observation is None
-    assert answer.message.startswith("The host collected the answer (status ok): Nobody")
+    said = answer.message
+    assert isinstance(said, str) and said.startswith("The host collected the answer (status ok): Nobody")
     ispm = (doc.extra or {})["ispm"]
     assert (ispm["task_id"], ispm["epoch"], len(ispm["votes"])) == (KEY.task_id, KEY.epoch, 4)
     assert ispm["agent_reported_trace"][1] == {"type": "result", "subtype": AGENT_SAYS}
@@ -72,7 +82,8 @@ def test_a_trajectory_holds_the_conversation_the_host_saw(run: Path, tmp_path: P
 def test_without_a_transcript_the_calls_are_figures_and_the_sql_hangs_on_the_last(bare: Path, tmp_path: Path) -> None:
     (doc,) = _trajectories(bare, tmp_path)
     assert [s.source for s in doc.steps] == ["user", "agent", "agent", "system"]
-    assert doc.steps[0].message.startswith("HR shows a number of people")  # the task's prompt
+    prompt = doc.steps[0].message
+    assert isinstance(prompt, str) and prompt.startswith("HR shows a number of people")  # the task's prompt
     assert [s.extra["content"] for s in doc.steps[1:3] if s.extra] == ["none", "none"]
     assert doc.notes is not None and "no transcript" in doc.notes
 
@@ -82,7 +93,8 @@ def test_every_sample_of_a_run_without_a_model_exports_and_validates(mixed: Path
     record = load_record(mixed)
     assert len(docs) == len(record.samples) == len(MIXED_TASKS) * 2
     timed_out = next(d for d in docs if (d.extra or {})["ispm"]["status"] == "timeout")
-    assert timed_out.steps[-1].message.startswith("The host collected the answer (status timeout): (no answer)")
+    last = timed_out.steps[-1].message
+    assert isinstance(last, str) and last.startswith("The host collected the answer (status timeout): (no answer)")
 
 
 def test_the_inspect_log_loads_with_messages_scores_and_usage(run: Path, tmp_path: Path) -> None:
@@ -140,10 +152,9 @@ def test_inspect_view_bundles_the_log_and_lists_it(run: Path, tmp_path: Path) ->
     assert (bundle / "index.html").is_file()
 
 
-@pytest.mark.slow
-def test_the_inspect_viewers_own_server_lists_and_opens_the_log(run: Path, tmp_path: Path) -> None:
-    logs = tmp_path / "logs"
-    written = write_inspect(run, logs, TASKS)
+@contextmanager
+def _inspect_view(logs: Path) -> Iterator[str]:
+    """``inspect view start`` on ``logs``, on a free loopback port: its address, once its API answers."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -153,15 +164,28 @@ def test_the_inspect_viewers_own_server_lists_and_opens_the_log(run: Path, tmp_p
         stderr=subprocess.DEVNULL,
     )
     try:
-        base = f"http://127.0.0.1:{port}/api"
+        base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 180
         while True:
             try:
-                listing = httpx.get(f"{base}/log-files", timeout=5).json()
+                httpx.get(f"{base}/api/log-files", timeout=5).raise_for_status()
                 break
             except httpx.TransportError:
                 assert viewer.poll() is None and time.monotonic() < deadline, "inspect view did not start"
                 time.sleep(0.5)
+        yield base
+    finally:
+        viewer.terminate()
+        viewer.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_the_inspect_viewers_own_server_lists_and_opens_the_log(run: Path, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    written = write_inspect(run, logs, TASKS)
+    with _inspect_view(logs) as viewer:
+        base = f"{viewer}/api"
+        listing = httpx.get(f"{base}/log-files", timeout=5).json()
         (entry,) = listing["files"]
         assert entry["name"] == written.as_uri()
         opened = httpx.get(f"{base}/logs/{quote(entry['name'], safe='')}", timeout=60)
@@ -175,6 +199,59 @@ def test_the_inspect_viewers_own_server_lists_and_opens_the_log(run: Path, tmp_p
             "tool",
             "assistant",
         ]
-    finally:
-        viewer.terminate()
-        viewer.wait(timeout=30)
+
+
+def _page_lines(driver: WebDriver, *needles: str) -> list[str]:
+    """The lines the page shows, once they hold every one of ``needles`` (at most a minute, the machine may be busy)."""
+
+    def text(d: WebDriver) -> str:
+        return str(d.find_element(By.TAG_NAME, "body").text)
+
+    try:
+        WebDriverWait(driver, 60, poll_frequency=0.25).until(lambda d: all(n in text(d) for n in needles))
+    except TimeoutException:
+        pytest.fail(f"the viewer never showed {needles!r}; it shows:\n{text(driver)}")
+    return text(driver).splitlines()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_inspect_viewers_page_shows_the_samples_conversation_scores_and_usage(run: Path, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    written = write_inspect(run, logs, TASKS)
+    with _inspect_view(logs) as viewer, open_chromium(1280, 1400) as browser:
+        log_url = f"{viewer}/#/logs/{quote(written.name)}"
+        browser.get(log_url)
+        lines = _page_lines(browser, "ispm-enterprise-sql/v1", "SCORERS")
+        assert written.name in lines  # the breadcrumb: this log, not an empty listing
+        assert lines[lines.index("SCORERS") + 1] == "answer_correctness, reasoning_utility"
+
+        sample_url = f"{log_url}/samples/sample/{KEY.task_id}/{KEY.epoch}/"
+        browser.get(sample_url)  # with no events in the log, the viewer opens the Messages tab
+        lines = _page_lines(browser, PROMPT, "Done.")
+        assert f"Sample {KEY.task_id} (Epoch {KEY.epoch})" in lines
+        first = lines.index("ANSWER_CORRECTNESS")
+        assert lines[first : first + 4] == ["ANSWER_CORRECTNESS", "I", "REASONING_UTILITY", "N"]
+        assert lines[lines.index("SYSTEM") :] == [
+            "SYSTEM", "1", SYSTEM,
+            "USER", "2", PROMPT,
+            "ASSISTANT", "3", REPLY,
+            "4", "run_sql", f'sql: "{SQL}"', *RESULT.splitlines(),
+            "ASSISTANT", "5", "Done.",
+        ]  # fmt: skip
+        assert browser.execute_script("return window.pwned === undefined") is True  # the reply's script is text
+        screenshot(browser, tmp_path / "inspect-view-messages.png")
+
+        browser.get(f"{sample_url}info")  # the sample's usage, per model, candidate and judge
+        lines = _page_lines(browser, "USAGE", "openai/judge-x")
+        usage = lines[lines.index("USAGE") : lines.index("METADATA")]
+        assert usage[usage.index("anthropic/claude-x") :] == [
+            "anthropic/claude-x", "355tokens", "28% cache read", "10% output",
+            "Input", "220", "Cache read", "100", "Output", "35",
+            "openai/judge-x", "59tokens", "0% cache read", "15% output",
+            "Input", "50", "Output", "9",
+        ]  # fmt: skip
+        screenshot(browser, tmp_path / "inspect-view-usage.png")
+        console = browser.execute(Command.GET_LOG, {"type": "browser"})["value"]  # what Chrome's get_log asks
+        errors = [e["message"] for e in console if e["level"] == "SEVERE"]
+        assert errors == [], errors  # no failed request, no script error
