@@ -19,11 +19,14 @@ iterating lines; time to first byte is the first ``data:`` line, latency the who
 each three ways: ``tcp``, the gateway's loopback TCP listener (tests only); ``uds``, its Unix socket; and ``fwd``,
 the sandbox's own forwarder script (``runner/sandbox/forwarder.py``, one per caller as there is one per sandbox)
 from a loopback port to that socket: the whole path an agent's request takes. Those gateways capture every call's
-transcript, as a run's do; a second pair of gateway processes with capture off serves the same three routes over
-``uds`` (``... uds nocap``), so capture's cost shows side by side in one run: time to first byte on versus off,
-and each pair's gateway CPU per request and per event (docs/gateway.md, Capture). All paths run in short alternating
-rounds (the order rotating), so drift (other work on the host) hits them alike. Loopback only, bounded loops. It
-prints figures; it asserts nothing but that every reply arrived whole.
+transcript, as a run's do. Each gateway also holds a second set of samples whose transcripts it does not keep, and
+serves them over ``uds`` too (``... uds nocap``): capture off, in the same process, so capture's cost shows side by
+side in one run without two processes' own differences (a few percent either way between two identical gateways).
+The report gives time to first byte on versus off, and the gateway's CPU per event on each ``uds`` path against its
+``nocap`` twin (docs/gateway.md, Capture). Each path's CPU is read from its gateway's process before and after each
+of its rounds, once the capture's queue is drained, so a path is charged its own work only. All paths run in short
+alternating rounds (the order rotating), so drift (other work on the host) hits them alike. Loopback only, bounded
+loops. It prints figures; it asserts nothing but that every reply arrived whole.
 
 Scenarios: streams of ``--events`` text deltas ``--gap`` seconds apart (a stream of a realistic length); the
 same streams from an instant provider (the gateway's raw CPU per event; with 16 streams every core is busy, so
@@ -127,6 +130,8 @@ class Route:
     """The direct path it is compared with: the one making the request the provider sees."""
     client: Callable[[int], httpx.Client]
     """A fresh keep-alive client for caller slot ``i`` (its own token on a gateway)."""
+    gateway: str | None = None
+    """The gateway process it goes through; ``None`` for a direct path."""
 
 
 @dataclass(frozen=True)
@@ -185,7 +190,7 @@ def _run_fake(conn: Connection) -> None:
 # -- the gateway's process -------------------------------------------------------------------------------
 
 
-def _run_gateway(conn: Connection, candidate: str, fake_url: str, sock: str, capture: bool) -> None:
+def _run_gateway(conn: Connection, candidate: str, fake_url: str, sock: str) -> None:
     os.environ["OPENAI_API_KEY"] = os.environ["ANTHROPIC_API_KEY"] = "sk-bench-not-a-real-key"
     os.environ["OPENAI_BASE_URL"] = fake_url + "/v1"
     os.environ["ANTHROPIC_BASE_URL"] = fake_url
@@ -218,20 +223,26 @@ def _run_gateway(conn: Connection, candidate: str, fake_url: str, sock: str, cap
     async def loop_cpu() -> float:  # the agents' path alone: the loop thread's CPU, without the capture's writer
         return time.thread_time()
 
-    with Gateway(candidate, capture=capture) as gw:
+    def spent() -> tuple[float, float, float]:  # the process's, its loop thread's and its capture writer's CPU
+        if gw.capture is not None and not gw.capture.flush(timeout=60):
+            raise RuntimeError("the capture's writer did not drain in 60 s")
+        writer = gw.capture.writer_cpu_s() if gw.capture is not None else 0.0
+        return time.process_time(), gw._loop.run(loop_cpu()), writer
+
+    with Gateway(candidate) as gw:
         _, port = gw.listen_tcp()
         gw.listen_unix(sock)
-        conn.send((port, [gw.issue_token(f"bench-{i}") for i in range(SLOTS)]))
+        captured = [gw.issue_token(f"bench-{i}") for i in range(SLOTS)]
+        uncaptured = [gw.issue_token(f"bench-nocap-{i}") for i in range(SLOTS)]
+        for i in range(SLOTS):  # taken once and never opened again: the gateway keeps nothing of these samples
+            gw.transcript(f"bench-nocap-{i}")
+        conn.send((port, captured, uncaptured))
         while (command := conn.recv()) != "stop":
             if command == "cpu":
-                conn.send(time.process_time())
-            elif command == "loop_cpu":
-                conn.send(gw._loop.run(loop_cpu()))
+                conn.send(spent())
             elif command == "gc":  # the longest collection since the last ask
                 conn.send(max(pauses, default=0.0))
                 pauses.clear()
-            elif command == "requests":
-                conn.send(sum(gw.usage(f"bench-{i}").requests for i in range(SLOTS)))
             elif command == "drop":  # a run hands each sample's transcript over at its end; the bench's never end
                 if gw.capture is not None:
                     for i in range(SLOTS):
@@ -335,19 +346,16 @@ def _running() -> Iterator[Bench]:
         processes = [fake]
         forwarder_processes: list[subprocess.Popen[bytes]] = []
         gateways: dict[str, Connection] = {}
-        listening: dict[str, tuple[int, list[str], str]] = {}
-        for name in ("openai", "anthropic", "openai-nocap", "anthropic-nocap"):
+        listening: dict[str, tuple[int, dict[bool, list[str]], str]] = {}
+        for name in ("openai", "anthropic"):
             end, child = ctx.Pipe()
             sock = str(Path(tmp) / f"{name}.sock")
-            provider, _, nocap = name.partition("-")
-            process = ctx.Process(
-                target=_run_gateway, args=(child, f"{provider}/bench-model", fake_url, sock, not nocap), daemon=True
-            )
+            process = ctx.Process(target=_run_gateway, args=(child, f"{name}/bench-model", fake_url, sock), daemon=True)
             process.start()
             processes.append(process)
             gateways[name] = end
-            port, tokens = end.recv()
-            listening[name] = (port, tokens, sock)
+            port, captured, uncaptured = end.recv()
+            listening[name] = (port, {True: captured, False: uncaptured}, sock)
 
         def direct(i: int) -> httpx.Client:
             headers = {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
@@ -355,8 +363,6 @@ def _running() -> Iterator[Bench]:
 
         forwarder_ports: dict[str, list[int]] = {}  # per gateway, one forwarder per caller slot, as one per sandbox
         for name, (_, _, sock) in listening.items():
-            if name.endswith("-nocap"):
-                continue  # capture off is compared on the socket alone
             forwarder_ports[name] = []
             for _ in range(SLOTS):
                 process_, port_ = start_forwarder(Path(sock))  # the local backend's own start-up of it
@@ -365,13 +371,13 @@ def _running() -> Iterator[Bench]:
                     raise RuntimeError("a forwarder did not start")
                 forwarder_ports[name].append(port_)
 
-        def via(gateway: str, transport: str) -> Callable[[int], httpx.Client]:
+        def via(gateway: str, transport: str, capture: bool = True) -> Callable[[int], httpx.Client]:
             port, tokens, sock = listening[gateway]
 
             def make(i: int) -> httpx.Client:
                 headers = {
                     "content-type": "application/json",
-                    "authorization": f"Bearer {tokens[i]}",
+                    "authorization": f"Bearer {tokens[capture][i]}",
                     "anthropic-version": ANTHROPIC_VERSION,
                 }
                 if transport == "uds":
@@ -394,8 +400,8 @@ def _running() -> Iterator[Bench]:
         ]
         for label, api, gateway, baseline in through:
             for transport in ("tcp", "uds", "fwd"):
-                paths.append(Route(f"{label} {transport}", api, baseline, via(gateway, transport)))
-            paths.append(Route(f"{label} uds nocap", api, baseline, via(f"{gateway}-nocap", "uds")))
+                paths.append(Route(f"{label} {transport}", api, baseline, via(gateway, transport), gateway))
+            paths.append(Route(f"{label} uds nocap", api, baseline, via(gateway, "uds", capture=False), gateway))
         clients = {p.name: [p.client(i) for i in range(SLOTS)] for p in paths}
         gc.collect()  # the callers' process too: a full collection there would delay the replies it reads
         gc.freeze()
@@ -415,22 +421,46 @@ def _running() -> Iterator[Bench]:
                 forwarder.wait(10)
 
 
+@dataclass
+class Spent:
+    """CPU seconds a path's gateway process spent on the path's measured rounds."""
+
+    process: float = 0.0
+    """The whole process."""
+    loop: float = 0.0
+    """Its event loop's thread: the agents' path."""
+    writer: float = 0.0
+    """The capture's writer thread."""
+    requests: int = 0
+    """Requests answered in those rounds."""
+
+
 def _run_scenario(
     bench: Bench, scenario: Scenario, rounds: int, paths: list[Route], concurrency: tuple[int, ...] = CONCURRENCY
-) -> dict[tuple[str, int], list[Sample]]:
-    """Samples per (path, callers), in alternating rounds with the order rotating, after a warm-up round."""
+) -> tuple[dict[tuple[str, int], list[Sample]], dict[str, Spent]]:
+    """Samples per (path, callers), in alternating rounds with the order rotating, after a warm-up round; and per
+    path, what its gateway spent on it (read before and after each round, the capture drained)."""
     bench.shape(scenario)
     bodies = {api: request_body(api, scenario.stream) for api in ("chat", "messages")}
     results: dict[tuple[str, int], list[Sample]] = {}
+    spent: dict[str, Spent] = {}
     for path in paths:  # warm every connection and both servers' code paths for this shape
         _measure(bench.clients[path.name], path.api, bodies[path.api], scenario.stream, SLOTS, 1)
     for callers in concurrency:
         for r in range(rounds):
             for path in paths[r % len(paths) :] + paths[: r % len(paths)]:
                 per = scenario.per_caller[callers]
+                before = bench.ask(path.gateway, "cpu") if path.gateway else None
                 samples = _measure(bench.clients[path.name], path.api, bodies[path.api], scenario.stream, callers, per)
                 results.setdefault((path.name, callers), []).extend(samples)
-    return results
+                if path.gateway and before is not None:
+                    after = bench.ask(path.gateway, "cpu")
+                    total = spent.setdefault(path.name, Spent())
+                    total.process += after[0] - before[0]
+                    total.loop += after[1] - before[1]
+                    total.writer += after[2] - before[2]
+                    total.requests += len(samples)
+    return results, spent
 
 
 # -- the report ------------------------------------------------------------------------------------------
@@ -492,38 +522,48 @@ def _report(bench: Bench, scenario: Scenario, results: dict[tuple[str, int], lis
 
 
 def _measured(bench: Bench, scenario: Scenario, rounds: int) -> tuple[dict[tuple[str, int], list[Sample]], str]:
-    """The scenario's samples, and what the gateways' processes spent in CPU per request and per event."""
+    """The scenario's samples, and what capture cost: CPU per event on each ``uds`` path against its ``nocap`` twin."""
     for g in bench.gateways:
         bench.ask(g, "drop")  # the transcripts of earlier scenarios
-    before = {g: (bench.ask(g, "cpu"), bench.ask(g, "requests"), bench.ask(g, "loop_cpu")) for g in bench.gateways}
     for g in bench.gateways:
         bench.ask(g, "gc")  # forget the collections of earlier scenarios
-    results = _run_scenario(bench, scenario, rounds, bench.paths)
-    spent = {
-        g: (
-            bench.ask(g, "cpu") - before[g][0],
-            bench.ask(g, "requests") - before[g][1],
-            bench.ask(g, "loop_cpu") - before[g][2],
-        )
-        for g in bench.gateways
-    }
+    results, spent = _run_scenario(bench, scenario, rounds, bench.paths)
     longest_gc = max(bench.ask(g, "gc") for g in bench.gateways) * 1000
+    events = max(scenario.events, 1) if scenario.stream else 1
+    unit = "event" if scenario.stream else "request"
     lines = []
-    per_event: dict[bool, tuple[float, float]] = {}
-    for capture in (True, False):
-        group = [v for g, v in spent.items() if g.endswith("-nocap") != capture]
-        cpu, requests, loop = sum(v[0] for v in group), sum(v[1] for v in group), sum(v[2] for v in group)
-        per_request = cpu / max(requests, 1) * 1000
-        events = max(requests, 1) * max(scenario.events, 1)
-        per_event[capture] = (cpu / events * 1e6, loop / events * 1e6)
-        lines.append(
-            f"capture {'on' if capture else 'off'}: {requests} requests, gateway CPU {per_request:.2f} ms per request"
-            f" ({per_event[capture][0]:.0f} µs per text delta, {per_event[capture][1]:.0f} of them the loop thread's)"
-        )
-    on, off = per_event[True], per_event[False]
-    if off[0] and off[1]:
-        lines.append(f"CPU per event on/off ×{on[0] / off[0]:.3f}, the loop thread's ×{on[1] / off[1]:.3f}")
-    return results, "; ".join(lines) + f"; longest garbage collection {longest_gc:.1f} ms"
+    pooled = {True: Spent(), False: Spent()}
+    for path in bench.paths:
+        twin = f"{path.name} nocap"
+        if not path.name.endswith(" uds") or path.name not in spent or twin not in spent:
+            continue
+        on, off = spent[path.name], spent[twin]
+        for capture, figures in ((True, on), (False, off)):
+            pool = pooled[capture]
+            pool.process, pool.loop, pool.writer = (
+                pool.process + figures.process,
+                pool.loop + figures.loop,
+                pool.writer + figures.writer,
+            )
+            pool.requests += figures.requests
+        lines.append(_cpu_line(path.name.removesuffix(" uds"), on, off, events, unit))
+    lines.append(_cpu_line("all three", pooled[True], pooled[False], events, unit))
+    return results, "\n  ".join(lines) + f"\n  longest garbage collection {longest_gc:.1f} ms"
+
+
+def _cpu_line(label: str, on: Spent, off: Spent, events: int, unit: str) -> str:
+    """One path's CPU per event (or request), capture on over off: the whole process, the loop, the writer."""
+
+    def per(seconds: float, spent: Spent) -> float:
+        return seconds / max(spent.requests * events, 1) * 1e6
+
+    ratio = per(on.process, on) / max(per(off.process, off), 1e-9)
+    loop_ratio = per(on.loop, on) / max(per(off.loop, off), 1e-9)
+    return (
+        f"CPU per {unit}, {label} uds, capture on / off: {per(on.process, on):.1f} / {per(off.process, off):.1f} µs"
+        f" (×{ratio:.3f}); the loop thread's ×{loop_ratio:.3f}; the writer's {per(on.writer, on):.1f} µs"
+        f" ({on.requests} / {off.requests} requests)"
+    )
 
 
 def _profile(bench: Bench, scenario: Scenario, target: str, rounds: int) -> None:
@@ -531,9 +571,9 @@ def _profile(bench: Bench, scenario: Scenario, target: str, rounds: int) -> None
     only = [p for p in bench.paths if p.name.startswith(("direct chat", "chat→openai", "messages→openai"))]
     bench.ask("openai", ("profile", None))
     started = time.perf_counter()
-    cpu = bench.ask("openai", "cpu")
+    cpu = bench.ask("openai", "cpu")[0]
     _run_scenario(bench, scenario, rounds, only, (SLOTS,))
-    cpu = bench.ask("openai", "cpu") - cpu
+    cpu = bench.ask("openai", "cpu")[0] - cpu
     bench.ask("openai", ("profile", target))
     print(
         f"\nprofile of the openai/... gateway, {scenario.title}: {time.perf_counter() - started:.1f} s wall, "

@@ -22,7 +22,7 @@ import pytest
 from fake_provider import FakeProvider, Reply, StreamError, ToolCall, Turn, Usage, point_clients_at
 from test_judge import make_item
 
-from runner.gateway.capture import MAX_UNTAKEN, Capture, JudgeCapture
+from runner.gateway.capture import MAX_UNTAKEN, CallCapture, Capture, JudgeCapture
 from runner.gateway.model import ClientSettings
 from runner.gateway.providers import client_for
 from runner.gateway.server import Gateway
@@ -381,6 +381,29 @@ def test_a_capture_whose_transcripts_are_never_taken_keeps_only_the_latest() -> 
         capture.close()
 
 
+def test_flush_waits_until_every_call_is_in_and_the_writers_cpu_is_counted() -> None:
+    capture = Capture()
+    try:
+        capture.open(SAMPLE)
+        history = [{"role": "user", "content": f"message {n}"} for n in range(100_000)]  # tenths of a second to store
+        before = capture.writer_cpu_s()
+        capture.submit(
+            CallCapture(
+                sample_id=SAMPLE, seq=0, caller="candidate", api="messages", provider_api="messages",
+                requested_model="m", stream=False, started_wall=time.time(), latency_s=0.1, status=200,
+                outcome="ok", headers=[], token=None, request={"model": "m", "messages": history},
+            )
+        )  # fmt: skip
+
+        assert not capture.flush(timeout=0.001)
+        assert capture.flush(timeout=30)
+        builder = capture.take(SAMPLE, timeout=0)  # no waiting here: flush did
+        assert builder is not None and builder.calls == 1
+        assert capture.writer_cpu_s() - before > 0.01
+    finally:
+        capture.close()
+
+
 def test_a_judges_failed_call_is_kept_under_its_slot_with_the_status_and_no_key(fake: FakeProvider) -> None:
     fake.push(Reply(status=503, body={"error": {"message": f"overloaded, key {OPENAI_KEY}"}}))
     client, _ = client_for("openai/judge-x", ClientSettings(max_attempts=1))
@@ -434,6 +457,30 @@ def test_a_stream_cut_mid_event_keeps_the_whole_events_before_the_cut(
     assert call.outcome == "stream_cut" and call.cut is not None and call.cut.events_received == 3
     assert call.response is not None and call.response.blocks == [TextBlock(text="Half of it")]
     assert (call.response.id, call.response.complete) == ("msg_cut", False)
+
+
+def test_a_stream_the_assembler_cannot_read_is_relayed_whole_and_kept_as_its_figures(
+    claude: tuple[Gateway, str], fake: FakeProvider
+) -> None:
+    gateway, url = claude
+    start = {"type": "message_start", "message": {"id": "msg_odd", "model": "claude-x", "usage": {"input_tokens": 5}}}
+    block = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+    odd = {"type": "content_block_delta", "index": [0], "delta": {"type": "input_json_delta", "partial_json": "{"}}
+    delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "still here"}}
+    end = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}}
+    stop = {"type": "message_stop"}
+    events = (start, block, odd, delta, end, stop)
+    fake.push(Reply(body="".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events), headers=SSE))
+    token = gateway.issue_token(SAMPLE)
+    body = {"model": "m", "max_tokens": 10, "stream": True, "messages": [{"role": "user", "content": "go"}]}
+    with httpx.stream("POST", f"{url}/v1/messages", json=body, headers={"x-api-key": token}, timeout=5) as reply:
+        relayed = reply.read().decode()
+
+    assert "still here" in relayed and "event: message_stop" in relayed  # the agent got all of it
+    [call] = calls_of(gateway)
+    assert (call.status, call.outcome, call.response) == (200, "ok", None)
+    assert call.request.encoding == "omitted"
+    assert call.request.note == "not recorded: the stream could not be assembled: TypeError at event 3"
 
 
 def test_an_image_resent_every_turn_is_kept_as_sent_and_stored_once(gpt: tuple[Gateway, str]) -> None:

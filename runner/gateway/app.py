@@ -41,6 +41,7 @@ from runner.gateway.model import Api, CallOutcome, ModelCall, ProviderErrorRecor
 from runner.gateway.protocols import TranslationError, tokens
 from runner.gateway.providers import BODY_SNIPPET, ProviderError
 from runner.gateway.upstream import Upstream
+from runner.trace.assemble import StreamAssembler
 
 _log = log.get(__name__)
 
@@ -618,10 +619,11 @@ class _Relay(Response):
         opts = body.get("stream_options")  # the agent's request
         self.agent_wants_usage = isinstance(opts, dict) and bool(opts.get("include_usage"))
         self.seen = seen
-        # The provider's events, parsed, for the transcript: one append each here, assembled by the capture's thread.
-        # Kept as text, not the parsed dicts: text is not tracked by the garbage collector, so holding a stream's
-        # events until its end costs the collections nothing; the capture's thread parses them again.
-        self.captured: list[tuple[str, str]] | None = [] if upstreams.capture is not None else None
+        # The reply for the transcript, put together from each event already parsed here, once it is sent on: it
+        # keeps only the text pieces (no parsed events held to the stream's end for the collector to walk).
+        captured = upstreams.capture is not None and seen.arrival.seq is not None  # not a sample dropped or taken
+        self.assembler = StreamAssembler(provider_api) if captured else None
+        self.assembly_error: str | None = None
         self.uncaptured = 0  # events past MAX_CAPTURED_EVENTS: counted only
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -660,7 +662,6 @@ class _Relay(Response):
                 self._group.cancel_scope.cancel()
 
         endpoint = self.upstreams.upstream.endpoint
-        captured = self.captured
         try:
             async for sse in EventSource(self.resp).aiter_sse():
                 text = endpoint.redact(sse.data)
@@ -674,11 +675,6 @@ class _Relay(Response):
                 if not isinstance(data, dict):
                     continue
                 event = "" if sse.event == "message" else sse.event
-                if captured is not None:
-                    if len(captured) < MAX_CAPTURED_EVENTS:
-                        captured.append((event, text))
-                    else:
-                        self.uncaptured += 1
                 self.watch.feed(event, data)
                 self.sequence = max(self.sequence, int(data.get("sequence_number") or 0) + 1)
                 if self.ttft is None and _is_output(self.provider_api, event, data):
@@ -687,9 +683,13 @@ class _Relay(Response):
                     outgoing = self._outgoing(event, data, text)
                 except TranslationError as exc:
                     self.problem = f"the candidate's stream cannot be given in this API: {exc}"
+                    self._keep(event, data)
                     break
-                if outgoing:
-                    await emit(b"".join(outgoing))  # one write for everything one provider event became
+                try:
+                    if outgoing:
+                        await emit(b"".join(outgoing))  # one write for everything one provider event became
+                finally:
+                    self._keep(event, data)  # after the write: the agent never waits on the capture
         except (httpx.TransportError, SSEError) as exc:
             self.problem = f"the provider's stream broke: {type(exc.__cause__ or exc).__name__}"
         if self.problem is None and self.watch.error is not None:
@@ -702,6 +702,21 @@ class _Relay(Response):
             await emit(_stream_error(self.api, self.problem, self.sequence))
         elif self.api == "chat":
             await emit(b"data: [DONE]\n\n")
+
+    def _keep(self, event: str, data: dict[str, Any]) -> None:
+        """Feed one relayed event to the transcript's assembler; a failure there only costs the transcript."""
+        assembler = self.assembler
+        if assembler is None:
+            return
+        if assembler.events >= MAX_CAPTURED_EVENTS:
+            self.uncaptured += 1
+            return
+        try:
+            assembler.feed(event, data)
+        except Exception as exc:  # a reply shaped beyond the assembler's reading: the relay goes on
+            self.assembler = None
+            self.assembly_error = f"the stream could not be assembled: {type(exc).__name__} at event {assembler.events}"
+            _log.warning("capture_failed", sample=self.seen.arrival.sample_id, reason=self.assembly_error)
 
     def _outgoing(self, event: str, data: dict[str, Any], text: str) -> list[bytes]:
         if self.translator is None:
@@ -758,7 +773,8 @@ class _Relay(Response):
             outcome,
             request=self.request_body,
             provider_api=self.provider_api,
-            raw_events=self.captured,
+            assembler=self.assembler,
+            assembly_error=self.assembly_error,
             events_uncaptured=self.uncaptured,
             error=error,
             cut_by=cut_by,

@@ -1,9 +1,11 @@
 """Transcript capture: every model call of a sample, kept by the host, off the agent's path.
 
-On the event loop the gateway only takes references: the request body it already parsed, the provider's reply body
-or each stream event it already parsed (one list append per event), the headers as they came, and the timings. At
-the call's end it hands them to :meth:`Capture.submit`, a queue put. A writer thread then does the work: redacts
-every secret, assembles the reply (:mod:`runner.trace.assemble`), and adds the call to its sample's
+On the event loop the gateway only takes references: the request body it already parsed, the provider's reply
+body, the headers as they came, and the timings. A stream's events go to a
+:class:`~runner.trace.assemble.StreamAssembler` as the relay parsed them, after each is sent on (a few dictionary
+lookups: parsing them again later cost the process more). At the call's end it hands them to
+:meth:`Capture.submit`, a queue put. A writer thread then does the work: redacts every secret, puts the reply
+together (:mod:`runner.trace.assemble`), and adds the call to its sample's
 :class:`~runner.trace.storage.TranscriptBuilder`, which stores each piece of content once and enforces the cap.
 :meth:`Capture.take` hands a sample's builder over once its calls are in (the run writes it beside the journal).
 
@@ -48,9 +50,12 @@ SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-auth
 """Headers whose whole value is a credential: stored as ``[REDACTED]`` whatever they hold."""
 _MIN_SECRET = 8  # a shorter "key" would redact ordinary words
 # The writer shares the GIL with the agents' event loop, which waits for it up to the switch interval (5 ms) when
-# the writer runs on: the writer lets go between pieces of work, so a first byte waits tens of µs, not milliseconds.
-_YIELD_EVERY = 64
+# the writer runs on: the writer lets go every half millisecond of work, so the loop never waits longer than that.
 _yield_gil = functools.partial(time.sleep, 0)
+_YIELD_AFTER_S = 0.0005
+BATCH_S = 0.05
+"""How long the writer lets calls gather before it works through them. One call on its own ran on cold caches and
+cost about four times what it costs in a batch (docs/gateway.md, Capture); ``take`` and ``flush`` cut the wait short."""
 MAX_UNTAKEN = 64
 """Transcripts a capture holds for samples not yet taken (a run has a handful running at once)."""
 
@@ -132,9 +137,10 @@ class CallCapture:
     request_size: int = 0
     request_note: str | None = None
     reply_body: dict[str, Any] | None = None
-    events: list[tuple[str, dict[str, Any]]] | None = None
-    raw_events: list[tuple[str, str]] | None = None
-    """A stream's events as their JSON text (what the gateway relays); parsed by the capture's thread."""
+    assembler: StreamAssembler | None = None
+    """A stream's events, fed to it as they passed; ``None`` for a call that was not streamed."""
+    assembly_error: str | None = None
+    """Why the stream could not be assembled (the relay went on without it)."""
     events_uncaptured: int = 0
     error: str | None = None
     error_body: bytes | None = None
@@ -146,12 +152,8 @@ class CallCapture:
     extra_secrets: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _events_of(call: CallCapture) -> Iterable[tuple[str, dict[str, Any]]]:
-    yield from call.events or ()
-    for name, text in call.raw_events or ():
-        data = pydantic_core.from_json(text)  # the relay parsed it once already: it is a JSON object
-        if isinstance(data, dict):
-            yield name, data
+class CaptureError(Exception):
+    """A call's content could not be captured; its figures are kept and the reason logged."""
 
 
 def call_secrets(call: CallCapture, secrets: tuple[str, ...]) -> tuple[str, ...]:
@@ -165,13 +167,10 @@ def to_event(call: CallCapture, secrets: tuple[str, ...]) -> ModelCallEvent:
     secrets = call_secrets(call, secrets)
     response: AssembledResponse | None = None
     provider_api = call.provider_api or call.api
-    if call.events is not None or call.raw_events is not None:
-        assembler = StreamAssembler(provider_api)
-        for n, (name, data) in enumerate(_events_of(call), start=1):
-            assembler.feed(name, data)
-            if n % _YIELD_EVERY == 0:
-                _yield_gil()
-        response = assembler.result(complete=call.cut_by is None and call.outcome == "ok")
+    if call.assembly_error is not None:
+        raise CaptureError(call.assembly_error)
+    if call.assembler is not None:
+        response = call.assembler.result(complete=call.cut_by is None and call.outcome == "ok")
         if call.events_uncaptured:
             response = response.model_copy(
                 update={"stream_events": response.stream_events + call.events_uncaptured, "complete": False}
@@ -179,10 +178,9 @@ def to_event(call: CallCapture, secrets: tuple[str, ...]) -> ModelCallEvent:
     elif call.reply_body is not None:
         response = assemble_body(provider_api, call.reply_body)
     if response is not None:
-        dumped = response.model_dump(mode="json")
-        redacted = redact_json(dumped, secrets)
-        if redacted is not dumped:  # a secret in what the model wrote (rare): rebuilt from the redacted text
-            response = AssembledResponse.model_validate(redacted)
+        text = response.model_dump_json()
+        if any(secret in text for secret in secrets):  # in what the model wrote (rare): rebuilt from the redacted text
+            response = AssembledResponse.model_validate_json(redact_text(text, secrets))
         if call.usage is not None and response.usage is None and call.usage != TokenUsage():
             response = response.model_copy(update={"usage": ResponseUsage(**call.usage.model_dump())})
         if response.model is None and call.returned_model:
@@ -192,7 +190,7 @@ def to_event(call: CallCapture, secrets: tuple[str, ...]) -> ModelCallEvent:
         cut = StreamCut(
             by=call.cut_by,
             reason=redact_text(call.error or "", secrets),
-            events_received=len(call.events or call.raw_events or ()),
+            events_received=call.assembler.events + call.events_uncaptured if call.assembler else 0,
         )
     error_body = None
     if call.error_body is not None:
@@ -229,6 +227,10 @@ def redactor(call: CallCapture, secrets: tuple[str, ...]) -> Callable[[Any], Any
     return lambda value: redact_json(value, mine)
 
 
+def _why(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, CaptureError) else type(exc).__name__
+
+
 def _unrecorded(call: CallCapture, exc: BaseException) -> ModelCallEvent:
     """What is kept of a call the writer failed on: its figures, and why its content is not."""
     return ModelCallEvent(
@@ -241,7 +243,7 @@ def _unrecorded(call: CallCapture, exc: BaseException) -> ModelCallEvent:
         stream=call.stream,
         started_at=datetime.fromtimestamp(call.started_wall, UTC),
         latency_s=round(call.latency_s, 6),
-        request=Body(encoding="omitted", size=call.request_size, note=f"not recorded: {type(exc).__name__}"),
+        request=Body(encoding="omitted", size=call.request_size, note=f"not recorded: {_why(exc)}"),
         status=call.status,
         outcome=call.outcome,
     )
@@ -267,6 +269,7 @@ class Capture:
         self._lock = threading.Lock()
         self._drained = threading.Condition(self._lock)
         self._queue: queue.SimpleQueue[CallCapture | None] = queue.SimpleQueue()
+        self._hurry = threading.Event()  # set by whoever waits on the writer: work through the queue now
         self._thread = threading.Thread(target=self._write, name="ispm-capture", daemon=True)
         self._thread.start()
 
@@ -306,6 +309,7 @@ class Capture:
         """The sample's transcript once every submitted call is in it, removed from the capture; ``None`` when the
         sample was never opened. After ``timeout`` seconds the calls still queued are left out."""
         deadline = time.monotonic() + timeout
+        self._hurry.set()
         with self._drained:
             sample = self._samples.get(sample_id)
             if sample is None:
@@ -318,38 +322,69 @@ class Capture:
             sample.taken = True
             return sample.builder
 
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until every call submitted so far is in its transcript; ``False`` if some are still queued after
+        ``timeout`` seconds."""
+        self._hurry.set()
+        with self._drained:
+            return self._drained.wait_for(
+                lambda: not any(s.pending for s in self._samples.values()), timeout=max(timeout, 0)
+            )
+
+    def writer_cpu_s(self) -> float:
+        """CPU seconds the writer thread has spent: what capture costs the gateway beyond its references
+        (``bench/gateway.py`` reports it per event)."""
+        ident = self._thread.ident
+        if ident is None or not self._thread.is_alive():
+            return 0.0
+        return time.clock_gettime(time.pthread_getcpuclockid(ident))
+
     def close(self) -> None:
         """Stop the writer once the calls queued are in."""
         self._queue.put(None)
+        self._hurry.set()
         self._thread.join(timeout=30)
 
     def _write(self) -> None:
-        while (call := self._queue.get()) is not None:
-            _yield_gil()  # the agents' loop first: its next event is waiting on the GIL, this call is not
-            try:
-                event = to_event(call, self.secrets)
-            except Exception as exc:  # a call the writer cannot read must not cost the others
-                _log.exception("capture_failed", sample=call.sample_id, seq=call.seq)
-                event = _unrecorded(call, exc)
-            with self._lock:
-                sample = self._samples.get(call.sample_id)
-            if sample is None:
-                continue  # taken already (a late call past the timeout) or never opened
-            _yield_gil()
-            try:
-                with sample.lock:  # not the capture's lock: the event loop must never wait on an add
-                    if not sample.taken:
-                        try:
-                            sample.builder.add(event, redactor(call, self.secrets))
-                        except Exception as exc:  # kept as its figures, never lost
-                            _log.exception("capture_failed", sample=call.sample_id, seq=call.seq)
-                            sample.builder.add(_unrecorded(call, exc))
-            except Exception:
-                _log.exception("capture_failed", sample=call.sample_id, seq=call.seq)
-            finally:
-                with self._drained:
-                    sample.pending -= 1
-                    self._drained.notify_all()
+        while (first := self._queue.get()) is not None:
+            self._hurry.wait(BATCH_S)  # let the calls ending about now join this one
+            self._hurry.clear()  # before the queue is read: a hurry from now on is for the next batch
+            batch: list[CallCapture | None] = [first]
+            while not self._queue.empty():
+                batch.append(self._queue.get())
+            yielded = time.perf_counter()
+            for call in batch:
+                if call is None:
+                    return
+                if time.perf_counter() - yielded > _YIELD_AFTER_S:
+                    _yield_gil()  # the agents' loop first: its next event may be waiting on the GIL
+                    yielded = time.perf_counter()
+                self._record(call)
+
+    def _record(self, call: CallCapture) -> None:
+        try:
+            event = to_event(call, self.secrets)
+        except Exception as exc:  # a call the writer cannot read must not cost the others
+            _log.exception("capture_failed", sample=call.sample_id, seq=call.seq)
+            event = _unrecorded(call, exc)
+        with self._lock:
+            sample = self._samples.get(call.sample_id)
+        if sample is None:
+            return  # taken already (a late call past the timeout) or never opened
+        try:
+            with sample.lock:  # not the capture's lock: the event loop must never wait on an add
+                if not sample.taken:
+                    try:
+                        sample.builder.add(event, redactor(call, self.secrets))
+                    except Exception as exc:  # kept as its figures, never lost
+                        _log.exception("capture_failed", sample=call.sample_id, seq=call.seq)
+                        sample.builder.add(_unrecorded(call, exc))
+        except Exception:
+            _log.exception("capture_failed", sample=call.sample_id, seq=call.seq)
+        finally:
+            with self._drained:
+                sample.pending -= 1
+                self._drained.notify_all()
 
 
 class JudgeCapture:

@@ -1,10 +1,10 @@
 """A provider's reply put together into one :class:`~runner.trace.model.AssembledResponse`, in any of the three APIs.
 
 Pure functions and one small state machine, no I/O. :func:`assemble_body` reads a non-streamed reply;
-:class:`StreamAssembler` takes a stream's parsed events one by one (the gateway hands them over after the stream
-ends, off the agent's path) and gives what arrived, whole or cut. Text, tool-call arguments and reasoning are kept up
-to ``max_chars`` characters in all; the rest is counted in ``dropped_chars``, so a provider streaming without end
-costs bounded memory.
+:class:`StreamAssembler` takes a stream's parsed events one by one (the gateway feeds it each event it has already
+parsed and relayed, a few dictionary lookups) and gives what arrived, whole or cut. Text, tool-call arguments and
+reasoning are kept up to ``max_chars`` characters in all; the rest is counted in ``dropped_chars``, so a provider
+streaming without end costs bounded memory.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class StreamAssembler:
         self.model: str | None = None
         self.stop_reason: str | None = None
         self.blocks: dict[Any, _Block] = {}  # by the provider's index, in the order they began
-        self.final: AssembledResponse | None = None  # a Responses stream's final response, when it came
+        self.final: dict[str, Any] | None = None  # a Responses stream's final response, assembled in result()
         # Usage is read once at the end from what the events said (summed per event, it was half the cost).
         self._chat_usage: dict[str, Any] | None = None
         self._anthropic_usage: dict[str, Any] = {}
@@ -106,13 +106,12 @@ class StreamAssembler:
     def feed(self, event: str, data: dict[str, Any]) -> None:
         """Take one event: its SSE name (``""`` when none) and its parsed JSON."""
         self.events += 1
-        kind = event or _str(data.get("type"))
         if self.api == "chat":
             self._chat(data)
         elif self.api == "messages":
-            self._messages(kind, data)
+            self._messages(event or _str(data.get("type")), data)
         else:
-            self._responses(kind, data)
+            self._responses(event or _str(data.get("type")), data)
 
     def _block(self, key: Any, kind: str, **fields: Any) -> _Block:
         found = self.blocks.get(key)
@@ -122,8 +121,9 @@ class StreamAssembler:
 
     def _chat(self, data: dict[str, Any]) -> None:
         choices = data.get("choices")
-        if self.model is not None and type(choices) is list and len(choices) == 1 and "usage" not in data:
-            # Nearly every chunk after the first is one text delta: taken first, and fastest.
+        if self.model is not None and type(choices) is list and len(choices) == 1 and data.get("usage") is None:
+            # Nearly every chunk after the first is one text delta: taken first, and fastest. (OpenAI's chunks carry
+            # ``"usage": null`` until the last when usage is asked for, as the gateway always asks.)
             choice = choices[0]
             delta = choice.get("delta") if type(choice) is dict else None
             if (
@@ -208,7 +208,7 @@ class StreamAssembler:
         if kind in ("response.completed", "response.incomplete", "response.failed") and isinstance(
             data.get("response"), dict
         ):
-            self.final = assemble_body("responses", data["response"], max_chars=self.max_chars)
+            self.final = data["response"]  # read whole once, at the end, not on the stream's path
             return
         if isinstance(data.get("response"), dict):
             self.id = _str(data["response"].get("id")) or self.id
@@ -243,7 +243,8 @@ class StreamAssembler:
         elif self._anthropic_usage:
             usage = ResponseUsage(**tokens.messages_usage(self._anthropic_usage).model_dump())
         if self.final is not None:
-            return self.final.model_copy(
+            final = assemble_body("responses", self.final, max_chars=self.max_chars)
+            return final.model_copy(
                 update={"complete": complete, "stream_events": self.events, "dropped_chars": self.dropped}
             )
         return AssembledResponse(
