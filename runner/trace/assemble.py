@@ -103,6 +103,14 @@ class StreamAssembler:
         if piece:
             block.parts.append(piece)
 
+    def _text(self, block: _Block, piece: Any) -> None:
+        """:meth:`_add` for the one case of nearly every event, a text piece with room for it: one call, not three."""
+        if type(piece) is str and len(piece) <= self.max_chars - self.kept:
+            self.kept += len(piece)
+            block.parts.append(piece)
+        else:
+            self._add(block, piece)
+
     def feed(self, event: str, data: dict[str, Any]) -> None:
         """Take one event: its SSE name (``""`` when none) and its parsed JSON."""
         self.events += 1
@@ -133,7 +141,7 @@ class StreamAssembler:
                 and not choice.get("finish_reason")
                 and choice.get("index", 0) == 0
             ):
-                self._add(self._block("text", "text"), delta["content"])
+                self._text(self.blocks.get("text") or self._block("text", "text"), delta["content"])
                 return
         self.id = self.id or (data.get("id") if isinstance(data.get("id"), str) else None)
         self.model = self.model or (data.get("model") if isinstance(data.get("model"), str) else None)
@@ -164,7 +172,7 @@ class StreamAssembler:
             delta = data.get("delta")
             block = self.blocks.get(data.get("index"))
             if isinstance(delta, dict) and block is not None and delta.get("type") == "text_delta":
-                self._add(block, delta.get("text"))
+                self._text(block, delta.get("text"))
                 return
         if kind == "message_start" and isinstance(data.get("message"), dict):
             message = data["message"]
