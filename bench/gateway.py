@@ -25,7 +25,9 @@ side in one run without two processes' own differences (a few percent either way
 The report gives time to first byte on versus off, and the gateway's CPU per event on each ``uds`` path against its
 ``nocap`` twin (docs/gateway.md, Capture). Each path's CPU is read from its gateway's process before and after each
 of its rounds, once the capture's queue is drained, so a path is charged its own work only. All paths run in short
-alternating rounds (the order rotating), so drift (other work on the host) hits them alike. Loopback only, bounded
+alternating rounds, each in its own shuffled order (seeded), so drift (other work on the host) and whatever a path
+leaves behind for the next hit them alike: rotated, each path always followed the same one, which showed as a
+two-percent difference between a path and its own twin. Loopback only, bounded
 loops. It prints figures; it asserts nothing but that every reply arrived whole.
 
 Scenarios: streams of ``--events`` text deltas ``--gap`` seconds apart (a stream of a realistic length); the
@@ -58,6 +60,7 @@ import logging
 import multiprocessing as mp
 import os
 import pstats
+import random
 import subprocess
 import sys
 import tempfile
@@ -438,7 +441,7 @@ class Spent:
 def _run_scenario(
     bench: Bench, scenario: Scenario, rounds: int, paths: list[Route], concurrency: tuple[int, ...] = CONCURRENCY
 ) -> tuple[dict[tuple[str, int], list[Sample]], dict[str, Spent]]:
-    """Samples per (path, callers), in alternating rounds with the order rotating, after a warm-up round; and per
+    """Samples per (path, callers), in alternating rounds each shuffled (seeded), after a warm-up round; and per
     path, what its gateway spent on it (read before and after each round, the capture drained)."""
     bench.shape(scenario)
     bodies = {api: request_body(api, scenario.stream) for api in ("chat", "messages")}
@@ -448,7 +451,9 @@ def _run_scenario(
         _measure(bench.clients[path.name], path.api, bodies[path.api], scenario.stream, SLOTS, 1)
     for callers in concurrency:
         for r in range(rounds):
-            for path in paths[r % len(paths) :] + paths[: r % len(paths)]:
+            order = list(paths)
+            random.Random(f"{callers}/{r}").shuffle(order)
+            for path in order:
                 per = scenario.per_caller[callers]
                 before = bench.ask(path.gateway, "cpu") if path.gateway else None
                 samples = _measure(bench.clients[path.name], path.api, bodies[path.api], scenario.stream, callers, per)

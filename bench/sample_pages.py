@@ -24,7 +24,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from transcripts import conversation
+from transcripts import assembled, conversation
 
 from runner.gateway.capture import CallCapture, host_secrets, redactor, to_event
 from runner.record.report import environment
@@ -41,7 +41,7 @@ def _capture(seq: int, body: dict[str, Any], events: list[tuple[str, dict[str, A
         sample_id=KEY.label(), seq=seq, caller="candidate", api="messages", provider_api="messages",
         requested_model=body["model"], stream=True, started_wall=1767225600.0 + 10 * seq, latency_s=2.5, status=200,
         outcome="ok", headers=[], token="token-of-the-sample", request=body, request_size=len(json.dumps(body)),
-        events=events,
+        assembler=assembled(events),
     )  # fmt: skip
 
 

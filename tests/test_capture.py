@@ -439,19 +439,41 @@ def test_a_request_nested_deeper_than_the_store_encodes_is_kept_as_its_text(
     assert json.loads(call.request.content) == json.loads(raw)
 
 
+def _message_start(message_id: str) -> dict[str, object]:
+    return {"type": "message_start", "message": {"id": message_id, "model": "claude-x", "usage": {"input_tokens": 5}}}
+
+
+TEXT_START: dict[str, object] = {
+    "type": "content_block_start",
+    "index": 0,
+    "content_block": {"type": "text", "text": ""},
+}
+
+
+def _text_delta(text: str) -> dict[str, object]:
+    return {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}
+
+
+def _framed(*events: dict[str, object]) -> str:
+    """Events framed as the Messages API streams them."""
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+
+def _stream_one(gateway: Gateway, url: str) -> str:
+    """One streamed Messages call of the sample, as the agent reads it."""
+    token = gateway.issue_token(SAMPLE)
+    body = {"model": "m", "max_tokens": 10, "stream": True, "messages": [{"role": "user", "content": "go"}]}
+    with httpx.stream("POST", f"{url}/v1/messages", json=body, headers={"x-api-key": token}, timeout=5) as reply:
+        return reply.read().decode()
+
+
 def test_a_stream_cut_mid_event_keeps_the_whole_events_before_the_cut(
     claude: tuple[Gateway, str], fake: FakeProvider
 ) -> None:
     gateway, url = claude
-    start = {"type": "message_start", "message": {"id": "msg_cut", "model": "claude-x", "usage": {"input_tokens": 5}}}
-    block = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
-    delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Half of it"}}
-    whole = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in (start, block, delta))
+    whole = _framed(_message_start("msg_cut"), TEXT_START, _text_delta("Half of it"))
     fake.push(Reply(body=whole + 'event: content_block_delta\ndata: {"type": "content_block_de', headers=SSE))
-    token = gateway.issue_token(SAMPLE)
-    body = {"model": "m", "max_tokens": 10, "stream": True, "messages": [{"role": "user", "content": "go"}]}
-    with httpx.stream("POST", f"{url}/v1/messages", json=body, headers={"x-api-key": token}, timeout=5) as reply:
-        reply.read()
+    _stream_one(gateway, url)
 
     [call] = calls_of(gateway)
     assert call.outcome == "stream_cut" and call.cut is not None and call.cut.events_received == 3
@@ -463,18 +485,15 @@ def test_a_stream_the_assembler_cannot_read_is_relayed_whole_and_kept_as_its_fig
     claude: tuple[Gateway, str], fake: FakeProvider
 ) -> None:
     gateway, url = claude
-    start = {"type": "message_start", "message": {"id": "msg_odd", "model": "claude-x", "usage": {"input_tokens": 5}}}
-    block = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
-    odd = {"type": "content_block_delta", "index": [0], "delta": {"type": "input_json_delta", "partial_json": "{"}}
-    delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "still here"}}
-    end = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}}
-    stop = {"type": "message_stop"}
-    events = (start, block, odd, delta, end, stop)
-    fake.push(Reply(body="".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events), headers=SSE))
-    token = gateway.issue_token(SAMPLE)
-    body = {"model": "m", "max_tokens": 10, "stream": True, "messages": [{"role": "user", "content": "go"}]}
-    with httpx.stream("POST", f"{url}/v1/messages", json=body, headers={"x-api-key": token}, timeout=5) as reply:
-        relayed = reply.read().decode()
+    odd: dict[str, object] = {"type": "content_block_delta", "index": [0], "delta": {"type": "input_json_delta"}}
+    end: dict[str, object] = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}}
+    stop: dict[str, object] = {"type": "message_stop"}
+    fake.push(
+        Reply(
+            body=_framed(_message_start("msg_odd"), TEXT_START, odd, _text_delta("still here"), end, stop), headers=SSE
+        )
+    )
+    relayed = _stream_one(gateway, url)
 
     assert "still here" in relayed and "event: message_stop" in relayed  # the agent got all of it
     [call] = calls_of(gateway)
