@@ -60,7 +60,8 @@ _ANTHROPIC_ERROR_TYPES = {
     429: "rate_limit_error",
 }
 MAX_CAPTURED_EVENTS = 500_000
-"""Provider events of one stream kept for its transcript; more are counted, not kept (a stream without end)."""
+"""Provider events of one stream fed to its transcript's assembler; more are counted, not read (a stream without
+end: the assembler's own bound on text keeps its memory in check before that)."""
 _ROUTES = "POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, GET /v1/models"
 
 
