@@ -12,7 +12,6 @@ What each stack sends is described in docs/agents.md; the assertions on request 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import shutil
 import sqlite3
@@ -21,11 +20,11 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import docker
 import pytest
+from claude_code_script import claude_code_turns, claude_responder, tool_names
 from docker_fixtures import docker_backend
 from fake_provider import FakeProvider, Seen, ToolCall, Turn, Usage, point_clients_at, total_usage
 
@@ -117,49 +116,20 @@ def assert_sql_logged(out: SampleOutput, world_db: sqlite3.Connection) -> None:
 
 # -- Claude Code ---------------------------------------------------------------------------------------------
 
-# Claude Code's main loop carries its Bash tool; anything else it sends is a side request (none seen in 2.1.332
-# with --bare, but a responder keeps the script of the main loop from being consumed by one).
-CLAUDE_TURNS = [
-    Turn(
-        text="Counting Okta users by status.",
-        tool_calls=[ToolCall("Bash", {"command": f'ispm-sql "{SQL}"', "description": "Count users"}, id="toolu_sql")],
-        usage=Usage(input_tokens=1201, output_tokens=41, cached_tokens=1000),
+CLAUDE_TURNS = claude_code_turns(
+    SQL,
+    ANSWER,
+    opening="Counting Okta users by status.",
+    usages=(
+        Usage(input_tokens=1201, output_tokens=41, cached_tokens=1000),
+        Usage(input_tokens=1302, output_tokens=52, cached_tokens=1200, cache_write_tokens=100),
+        Usage(input_tokens=1403, output_tokens=13),
     ),
-    Turn(
-        text="",
-        tool_calls=[
-            ToolCall(
-                "Bash",
-                {"command": f"cat > /output/answer.json <<'EOF'\n{json.dumps(ANSWER)}\nEOF", "description": "Answer"},
-                id="toolu_answer",
-            )
-        ],
-        usage=Usage(input_tokens=1302, output_tokens=52, cached_tokens=1200, cache_write_tokens=100),
-    ),
-    Turn(text="The answer is in /output/answer.json.", usage=Usage(input_tokens=1403, output_tokens=13)),
-]
-
-
-def claude_responder(turns: list[Turn]) -> Any:
-    """Answers the main loop (requests offering the Bash tool) from ``turns``, anything else with a short text."""
-    pending = list(turns)
-
-    def respond(seen: Seen) -> Turn:
-        if "Bash" in tool_names(seen) and pending:
-            return pending.pop(0)
-        return Turn(text="ok", usage=Usage(input_tokens=17, output_tokens=3))
-
-    return respond
-
-
-def tool_names(seen: Seen) -> list[str]:
-    """The tools a request offers, in Messages' shape or (translated by the gateway) chat completions'."""
-    tools = (seen.body or {}).get("tools") or [] if isinstance(seen.body, dict) else []
-    return [str(t.get("name") or (t.get("function") or {}).get("name")) for t in tools]
+)
 
 
 def main_loop(fake: FakeProvider) -> list[Seen]:
-    return [s for s in fake.seen if "Bash" in tool_names(s)]
+    return [s for s in fake.seen if "Bash" in tool_names(s.body)]
 
 
 @pytest.mark.docker

@@ -9,13 +9,13 @@ back through the store.
 from __future__ import annotations
 
 import gzip
-import json
 import uuid
 from collections.abc import Iterator
 
 import pytest
+from claude_code_script import claude_code_turns, claude_responder, tool_names
 from docker_fixtures import docker_backend
-from fake_provider import FakeProvider, Seen, ToolCall, Turn, Usage, point_clients_at
+from fake_provider import FakeProvider, Usage, point_clients_at
 
 from runner.gateway.model import ClientSettings
 from runner.gateway.server import Gateway
@@ -34,42 +34,17 @@ TASK_ID = "ispm-001"
 KEY = f"sk-ant-capture-cc-{uuid.uuid4().hex}"
 SQL = "SELECT status, count(*) AS n FROM okta_users GROUP BY status ORDER BY status"
 ANSWER = {"format": "ispm.answer/v1", "response": "Scripted.", "verdict": None, "evidence": [], "queries": [SQL]}
-TURNS = [
-    Turn(
-        text="Counting Okta users by status.",
-        tool_calls=[ToolCall("Bash", {"command": f'ispm-sql "{SQL}"', "description": "Count users"}, id="toolu_sql")],
-        usage=Usage(input_tokens=1201, output_tokens=41),
-    ),
-    Turn(
-        text="",
-        tool_calls=[
-            ToolCall(
-                "Bash",
-                {"command": f"cat > /output/answer.json <<'EOF'\n{json.dumps(ANSWER)}\nEOF", "description": "Answer"},
-                id="toolu_answer",
-            )
-        ],
-        usage=Usage(input_tokens=1302, output_tokens=52),
-    ),
-    Turn(text="The answer is in /output/answer.json.", usage=Usage(input_tokens=1403, output_tokens=13)),
-]
-
-
-def offers_bash(body: object) -> bool:
-    tools = body.get("tools") if isinstance(body, dict) else None
-    return any(isinstance(t, dict) and t.get("name") == "Bash" for t in tools or [])
+TURNS = claude_code_turns(
+    SQL,
+    ANSWER,
+    opening="Counting Okta users by status.",
+    usages=(Usage(input_tokens=1201, output_tokens=41), Usage(input_tokens=1302, output_tokens=52), Usage(1403, 13)),
+)
 
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProvider]:
-    pending = list(TURNS)
-
-    def respond(seen: Seen) -> Turn:  # the main loop offers Bash; anything else is a side request
-        if offers_bash(seen.body) and pending:
-            return pending.pop(0)
-        return Turn(text="ok", usage=Usage(input_tokens=17, output_tokens=3))
-
-    with FakeProvider(responder=respond) as provider:
+    with FakeProvider(responder=claude_responder(TURNS)) as provider:
         yield point_clients_at(monkeypatch, provider, "sk-unused-openai-0000", KEY)
 
 
@@ -99,7 +74,7 @@ def test_a_claude_code_sample_leaves_the_prompt_it_sent_and_each_streamed_reply_
     data = builder.encode(RUN, SampleKey(task_id=TASK_ID, epoch=1))
     assert KEY not in gzip.decompress(data).decode()
     calls = [e for e in resolve(read_stored(data, "test"), "test") if isinstance(e, ModelCallEvent)]
-    loop = [c for c in calls if offers_bash(c.request.content)]
+    loop = [c for c in calls if "Bash" in tool_names(c.request.content)]
     assert len(loop) == 3 and len(calls) == len(fake.seen)
 
     first = loop[0]

@@ -11,7 +11,6 @@ Inspect exports load in their own libraries. A screenshot of the page is kept in
 
 from __future__ import annotations
 
-import json
 import shutil
 import struct
 from collections.abc import Iterator
@@ -20,7 +19,8 @@ from pathlib import Path
 import atif
 import pytest
 from chromium import open_chromium, screenshot
-from fake_provider import FakeProvider, Seen, ToolCall, Turn, Usage, point_clients_at
+from claude_code_script import claude_code_turns, claude_responder
+from fake_provider import FakeProvider, Usage, point_clients_at
 from inspect_ai.log import read_eval_log
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -50,45 +50,25 @@ ANSWER = {
     "evidence": [{"vendor": "okta", "kind": "account", "identifier": "00u-scripted", "fact": "It is scripted."}],
     "queries": [SQL],
 }
-TURNS = [
-    Turn(
-        text=HOSTILE,
-        tool_calls=[ToolCall("Bash", {"command": f'ispm-sql "{SQL}"', "description": "Count users"}, id="toolu_sql")],
-        usage=Usage(input_tokens=1201, output_tokens=41, cached_tokens=1000),
+TURNS = claude_code_turns(
+    SQL,
+    ANSWER,
+    opening=HOSTILE,
+    usages=(
+        Usage(input_tokens=1201, output_tokens=41, cached_tokens=1000),
+        Usage(input_tokens=1302, output_tokens=52, cached_tokens=1200),
+        Usage(input_tokens=1403, output_tokens=13),
     ),
-    Turn(
-        text="",
-        tool_calls=[
-            ToolCall(
-                "Bash",
-                {"command": f"cat > /output/answer.json <<'EOF'\n{json.dumps(ANSWER)}\nEOF", "description": "Answer"},
-                id="toolu_answer",
-            )
-        ],
-        usage=Usage(input_tokens=1302, output_tokens=52, cached_tokens=1200),
-    ),
-    Turn(text="The answer is in /output/answer.json.", usage=Usage(input_tokens=1403, output_tokens=13)),
-]
+)
 SETTINGS = ClientSettings(read_timeout=30.0, max_attempts=2, backoff_initial=0.01, backoff_max=0.05)
 SHOT_FOR_PEOPLE = Path("/tmp/ispm-sample.png")
 TASKS = load_tasks(tasks_dir())
-
-
-def _offers_bash(seen: Seen) -> bool:
-    tools = seen.body.get("tools") if isinstance(seen.body, dict) else None
-    return any(isinstance(t, dict) and t.get("name") == "Bash" for t in tools or [])
 
 
 @pytest.fixture(scope="module")
 def run_dir(refs: dict[str, ImageRef], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     folder = tmp_path_factory.mktemp("claude-trace") / "run"
     monkeypatch = pytest.MonkeyPatch()
-    pending = list(TURNS)
-
-    def respond(seen: Seen) -> Turn:
-        # The main loop offers Bash; a side request (none in 2.1.332 with --bare) gets a short text.
-        return pending.pop(0) if _offers_bash(seen) and pending else Turn(text="ok", usage=Usage(17, 3))
-
     spec = RunSpec(
         agent_image=refs["agent-claude-code"].tag,
         candidate="anthropic/claude-scripted-1",
@@ -103,7 +83,7 @@ def run_dir(refs: dict[str, ImageRef], tmp_path_factory: pytest.TempPathFactory)
     try:
         with FakeProvider() as fake:
             point_clients_at(monkeypatch, fake, "sk-trace-openai-unused", "sk-ant-trace-3f9d1c")
-            fake.responder = respond
+            fake.responder = claude_responder(TURNS)
             with Gateway("anthropic/claude-scripted-1", settings=SETTINGS) as gateway:
                 start_run(spec, folder, backend=backend, gateway=gateway, images={})
         yield folder
