@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from runner.trace.model import CallApi, OtherBlock, ReasoningBlock, ResponseBlock, TextBlock, ToolCallBlock
+
+T = TypeVar("T")
 
 Role = Literal["system", "user", "assistant", "tool"]
 """Who a message is from: the system prompt, the user (the task, a tool result in Messages' shape), the model, or a
@@ -83,21 +85,22 @@ class Memo:
 
     def message(self, item: Any, read: Callable[[Any], Message]) -> Message:
         """``read(item)``, once per object (the object is kept, so its id is not reused)."""
-        hit = self._messages.get(id(item))
-        if hit is not None and hit[0] is item:
-            return hit[1]
-        message = read(item)
-        self._messages[id(item)] = (item, message)
-        return message
+        return _once(self._messages, item, read)
 
     def fingerprint(self, message: Message) -> str:
         """:func:`fingerprint` of ``message``, once per object."""
-        hit = self._prints.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        found = fingerprint(message)
-        self._prints[id(message)] = (message, found)
-        return found
+        return _once(self._prints, message, fingerprint)
+
+
+def _once(cache: dict[int, tuple[Any, T]], obj: Any, compute: Callable[[Any], T]) -> T:
+    """``compute(obj)`` from ``cache`` when this very object was seen (its id, checked by identity), else computed
+    and kept with the object (so its id is not reused while cached)."""
+    hit = cache.get(id(obj))
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    found = compute(obj)
+    cache[id(obj)] = (obj, found)
+    return found
 
 
 def _text(value: Any) -> str:
