@@ -502,6 +502,22 @@ def test_a_stream_the_assembler_cannot_read_is_relayed_whole_and_kept_as_its_fig
     assert call.request.note == "not recorded: the stream could not be assembled: TypeError at event 3"
 
 
+def test_a_stream_past_the_events_read_for_its_transcript_is_relayed_whole_and_kept_as_far_as_read(
+    claude: tuple[Gateway, str], fake: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gateway, url = claude
+    monkeypatch.setattr("runner.gateway.app.MAX_CAPTURED_EVENTS", 4)  # message_start, block start, two deltas
+    fake.push(Turn(text="one two three four five six"))
+    relayed = _stream_one(gateway, url)
+
+    assert "six" in relayed and "event: message_stop" in relayed  # the agent got all of it
+    [call] = calls_of(gateway)
+    assert call.outcome == "ok" and call.response is not None
+    assert not call.response.complete and call.response.stream_events > 4
+    [block] = call.response.blocks
+    assert isinstance(block, TextBlock) and "six" not in block.text and block.text.startswith("one")
+
+
 def test_an_image_resent_every_turn_is_kept_as_sent_and_stored_once(gpt: tuple[Gateway, str]) -> None:
     gateway, url = gpt
     token = gateway.issue_token(SAMPLE)
