@@ -46,8 +46,11 @@ def free_port() -> int:
 class BoardProcess:
     """``ispm board serve`` on a free loopback port, with a config written from ``settings``."""
 
-    def __init__(self, folder: Path, settings: dict[str, Any], env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, folder: Path, settings: dict[str, Any], env: dict[str, str] | None = None, *, workers: int = 1
+    ) -> None:
         self.folder = folder
+        self.workers = workers
         folder.mkdir(parents=True, exist_ok=True)
         self.config = folder / "board.yaml"
         self.config.write_text(yaml.safe_dump({"data_dir": str(folder / "data"), **settings}), encoding="utf-8")
@@ -67,10 +70,10 @@ class BoardProcess:
     def start(self) -> BoardProcess:
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
-                [ISPM, "board", "serve", str(self.config), "--port", str(self.port)],
+                [ISPM, "board", "serve", str(self.config), "--port", str(self.port), "--workers", str(self.workers)],
                 stdout=log, stderr=subprocess.STDOUT, env=self.env,
             )  # fmt: skip
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # a loaded 2-core machine starts a board in seconds to a minute
         while time.monotonic() < deadline:
             assert self.process.poll() is None, self.log.read_text(errors="replace")
             try:
@@ -85,6 +88,13 @@ class BoardProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def peak_rss(self) -> int:
+        """The board process's peak resident memory so far, in bytes (``VmHWM``)."""
+        assert self.process is not None
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        (line,) = [row for row in status.splitlines() if row.startswith("VmHWM:")]
+        return int(line.split()[1]) * 1024
 
     def kill(self) -> None:
         """``kill -9``: no cleanup of any kind."""

@@ -299,3 +299,49 @@ def test_the_status_page_refreshes_itself_in_chromium(board: BoardProcess, brows
         assert time.monotonic() < deadline, "the page did not refresh itself"
         time.sleep(0.25)
     assert browser.find_element(By.ID, "reason").text == "changed"
+
+
+def test_what_a_load_killed_mid_way_left_is_swept_at_start_and_its_submission_failed(tmp_path: Path) -> None:
+    import os
+    import socket as sockets
+    import time
+
+    settings = {"board_id": "sweep", "judges": ["ref#1", "ref#2"], "candidates": ["openai/cand"], "lease_s": 2}
+    process = BoardProcess(tmp_path / "sweep", {**settings, "heartbeat_s": 1})
+    with process:
+        secret = process.token("kim")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    uploads = process.folder / "data" / "uploads"
+    host = sockets.gethostname()
+    left = uploads / f"{host}-{dead.pid}-0123456789ab"
+    live = uploads / f"{host}-{os.getpid()}-0123456789ab"  # this test's own process: alive, so not the board's
+    for folder in (left, live):
+        folder.mkdir(parents=True)
+        (folder / ("ab" * 32)).write_bytes(b"half a layer")
+    assert secret
+    sub_id = _store(process, "kim", "interrupted", "received")
+    engine = create_engine(f"sqlite:///{process.folder / 'data' / 'board.sqlite'}")
+    with engine.begin() as db:  # held by the killed board's upload, its lease run out
+        db.execute(
+            text("UPDATE submissions SET lease_until = '2000-01-01 00:00:00.000000' WHERE id = :i"), {"i": sub_id}
+        )
+    engine.dispose()
+    with process:
+        assert not left.exists()
+        assert live.is_dir()
+        deadline = time.monotonic() + 30
+        while (shown := httpx.get(f"{process.url}/api/v1/submissions/{sub_id}", timeout=10).json())[
+            "state"
+        ] != "failed":
+            assert time.monotonic() < deadline, shown
+            time.sleep(0.3)
+    assert shown["reason"] == "the board stopped while this submission's image was loading: submit it again"
+
+
+def test_a_path_with_a_trailing_slash_is_redirected_relative_whatever_the_host_header(board: BoardProcess) -> None:
+    response = httpx.get(board.url + "/tasks/", headers={"host": "evil.example"}, timeout=10)
+    assert (response.status_code, response.headers["location"]) == (308, "/tasks")
+    response = httpx.get(board.url + "/leaderboard/", headers={"host": "evil.example"}, timeout=10)
+    assert (response.status_code, response.headers["location"]) == (308, "/leaderboard")
+    assert httpx.get(board.url + "/no-such-page/", timeout=10).status_code == 404

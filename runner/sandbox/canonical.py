@@ -144,7 +144,7 @@ def load_verified(
     try:
         with build_lock():
             before = engine_images(client)
-            tags, ids = _loaded(client.api.load_image(chunks or canonical_chunks(image), quiet=True))
+            tags, ids = _loaded(client.api.load_image(iter(chunks or canonical_chunks(image)), quiet=True))
             if image.image_id not in ids and image.image_id not in engine_images(client).ids:
                 raise ImageLoadRefused(f"the engine did not load the image {image.image_id}")
             repository, _, version = tag.rpartition(":")

@@ -134,14 +134,21 @@ class SubmissionApi:
         config = self.ctx.config
         folder = upload_folder(config.data_dir)
         limits = ArchiveLimits(max_stored_bytes=config.max_upload_bytes, max_unpacked_bytes=4 * config.max_upload_bytes)
-        self.uploading[token_id] += 1
+        self.uploading[token_id] += 1  # until its row exists and the database counts it
         try:
             upload = await receive_image(request.stream(), folder, cap=config.max_upload_bytes, limits=limits)
             check_image(upload.image)
             sub_id, holder = await anyio.to_thread.run_sync(self._admit, token_id, name, candidate, links, upload)
-            await anyio.to_thread.run_sync(self._load, sub_id, holder, upload)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
         finally:
             self.uploading[token_id] -= 1
+            if not self.uploading[token_id]:
+                del self.uploading[token_id]
+        try:
+            await anyio.to_thread.run_sync(self._load, sub_id, holder, upload)
+        finally:
             shutil.rmtree(folder, ignore_errors=True)
             self.board.cache.changed()  # a new submission, or a failed one
         sub = await anyio.to_thread.run_sync(self.board.submission, sub_id)
