@@ -78,7 +78,9 @@ def saved(client: Any, images: dict[str, str]) -> bytes:
 @pytest.fixture(scope="module")
 def board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BoardProcess]:
     settings = {
-        "board_id": f"attack-{RUN}", "judges": ["ref#1", "ref#2"], "candidates": ["openai/cand"],
+        "board_id": f"attack-{RUN}",
+        "judges": ["ref#1", "ref#2"],
+        "candidates": ["openai/cand"],
         "open_submissions_per_token": 2,
     }  # fmt: skip (the connection limits are the defaults: 2 s to a first byte, 64 connections an address)
     folder = tmp_path_factory.mktemp("board-attacks")

@@ -310,9 +310,8 @@ def read_image_archive(source: Readable, folder: Path, limits: ArchiveLimits | N
 
 def _read_members(source: Readable, store: _Store, limits: ArchiveLimits) -> None:
     try:
-        tar = tarfile.open(
-            fileobj=cast(IO[bytes], source), mode="r|", tarinfo=_bounded_info(limits), bufsize=_TAR_BUFFER
-        )  # noqa: SIM115 (closed below)
+        reader = cast(IO[bytes], source)
+        tar = tarfile.open(fileobj=reader, mode="r|", tarinfo=_bounded_info(limits), bufsize=_TAR_BUFFER)  # noqa: SIM115
     except tarfile.TarError as exc:
         raise ArchiveRefused(f"not a docker save archive: not an uncompressed tar ({exc})") from exc
     with tar:

@@ -28,6 +28,8 @@ from runner.world.digest import file_sha256
 
 FILE_CACHE_BYTES = 256 * 1024 * 1024
 """Published reports and sample pages kept in memory at most (least recently used go first)."""
+SEARCH_CACHE_BYTES = 64 * 1024 * 1024
+"""Searches of the task list kept rendered at most (least recently used go first)."""
 
 
 @dataclass
@@ -41,6 +43,8 @@ class BoardSite:
     """Rendered pages, each kept until its stamp moves."""
     files: PageCache = field(default_factory=lambda: PageCache(max_bytes=FILE_CACHE_BYTES))
     """Published runs' files (reports, sample pages): they never change, so they have no stamp."""
+    searches: PageCache = field(default_factory=lambda: PageCache(max_bytes=SEARCH_CACHE_BYTES))
+    """The task list as each recent search showed it (``runner.board.views.site_pages``)."""
     top: Links = field(default_factory=lambda: Links("server"))
     run_dirs: dict[str, Path] = field(default_factory=dict)
     """Each published run's folder by run id, once looked up (a published run's folder never changes)."""

@@ -2,8 +2,8 @@
 the scoring and how to submit.
 
 Every page is rendered once per change of what it shows (``runner.board.pagecache``). A search of the task list
-(``/tasks?q=...``) is cached by its query, for the most recent :data:`SEARCHES_KEPT` queries, and a search not
-cached renders one at a time, with at most :data:`SEARCHES_WAITING` waiting (more are a 503): a flood of searches
+(``/tasks?q=...``) is cached by its query (``BoardSite.searches``, the most recently served first), and a search
+not cached renders one at a time, with at most :data:`SEARCHES_WAITING` waiting (more are a 503): a flood of searches
 costs one thread, and leaves the other routes theirs.
 """
 
@@ -18,7 +18,6 @@ from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 
 from runner.board.errors import BoardError
-from runner.board.pagecache import PageCache
 from runner.board.views.shared import BoardSite, html
 from runner.site import render
 from runner.site.errors import PageNotFound
@@ -26,8 +25,6 @@ from runner.site.render import shown
 from runner.site.results import task_results
 from runner.world import MANIFEST_NAME, SNAPSHOT_NAME
 
-SEARCHES_KEPT: Final = 256
-"""Searches of the task list kept rendered, the most recent first."""
 SEARCHES_WAITING: Final = 16
 """Searches that may wait for the one render at a time; past it a search is a 503."""
 MAX_SEARCH: Final = 2000
@@ -41,7 +38,6 @@ class SitePages:
     def __init__(self, board: BoardSite) -> None:
         """Serve ``board``'s site pages."""
         self.board = board
-        self.searches = PageCache(max_bytes=SEARCHES_KEPT * 512 * 1024)
         self._search_slot = anyio.CapacityLimiter(1)
         self._waiting = 0
 
@@ -77,12 +73,12 @@ class SitePages:
         key = "&".join(f"{k}={v}" for k, v in sorted(params.items()))
         if len(key) > MAX_SEARCH:
             raise BoardError(f"a search of the task list is at most {MAX_SEARCH} characters", status=414)
-        if self._waiting >= SEARCHES_WAITING and not self.searches.holds(key):
+        if self._waiting >= SEARCHES_WAITING and not self.board.searches.holds(key):
             raise BoardError("too many searches at once: try again in a moment", status=503)
         self._waiting += 1
         try:
             async with self._search_slot:
-                page = await self.searches.page(key, lambda: self._tasks(params), self.board.closed_stamp)
+                page = await self.board.searches.page(key, lambda: self._tasks(params), self.board.closed_stamp)
         finally:
             self._waiting -= 1
         return html(request, page)
