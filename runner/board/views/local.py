@@ -3,14 +3,16 @@ at ``/downloads/ispm`` with its sha256."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, Response
+from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
 from runner import __version__
 from runner.board import pages
 from runner.board.errors import BoardError
-from runner.board.views.shared import BoardSite, binary_sha256
+from runner.board.views.shared import BoardSite, binary_sha256, html
 
 
 class LocalPages:
@@ -24,16 +26,30 @@ class LocalPages:
         """This page kind's routes."""
         return [Route("/run-locally", self.run_locally), Route("/downloads/ispm", self.binary)]
 
-    def run_locally(self, request: Request) -> Response:
-        """How to run the benchmark locally, with the binary when the board serves one."""
+    def _render(self, base_url: str) -> str:
         config = self.board.ctx.config
         binary = config.binary if config.binary is not None and config.binary.is_file() else None
-        page = pages.board_page(
+        return pages.board_page(
             "local", "Run it locally", version=__version__, binary=binary,
             binary_sha256=binary_sha256(binary) if binary else None, judges=config.judges,
-            base_url=self.board.base(request), key_sha256=self.board.key_sha, public_key=self.board.key_pem,
+            base_url=base_url, key_sha256=self.board.key_sha, public_key=self.board.key_pem,
         )  # fmt: skip
-        return HTMLResponse(page)
+
+    def _binary_stamp(self) -> Hashable:
+        binary = self.board.ctx.config.binary
+        if binary is None or not binary.is_file():
+            return None
+        stat = binary.stat()
+        return (stat.st_mtime_ns, stat.st_size)
+
+    async def run_locally(self, request: Request) -> Response:
+        """How to run the benchmark locally, with the binary when the board serves one (rendered once per address
+        it names and per version of the binary)."""
+        base_url = self.board.base(request)
+        page = await self.board.keyed.page(
+            f"/run-locally@{base_url}", lambda: self._render(base_url), self._binary_stamp
+        )
+        return html(request, page)
 
     def binary(self, request: Request) -> Response:
         """The single-file ``ispm``."""

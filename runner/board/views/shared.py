@@ -30,6 +30,8 @@ FILE_CACHE_BYTES = 256 * 1024 * 1024
 """Published reports and sample pages kept in memory at most (least recently used go first)."""
 SEARCH_CACHE_BYTES = 64 * 1024 * 1024
 """Searches of the task list kept rendered at most (least recently used go first)."""
+KEYED_CACHE_BYTES = 64 * 1024 * 1024
+"""Status pages and pages by address kept rendered at most (least recently used go first)."""
 
 
 @dataclass
@@ -45,6 +47,9 @@ class BoardSite:
     """Published runs' files (reports, sample pages): they never change, so they have no stamp."""
     searches: PageCache = field(default_factory=lambda: PageCache(max_bytes=SEARCH_CACHE_BYTES))
     """The task list as each recent search showed it (``runner.board.views.site_pages``)."""
+    keyed: PageCache = field(default_factory=lambda: PageCache(max_bytes=KEYED_CACHE_BYTES))
+    """Pages of which there are many: each submission's status page (until its row moves), and the pages that
+    name the board's address, by that address (a ``Host`` header is the client's to choose, so this is bounded)."""
     top: Links = field(default_factory=lambda: Links("server"))
     run_dirs: dict[str, Path] = field(default_factory=dict)
     """Each published run's folder by run id, once looked up (a published run's folder never changes)."""
@@ -111,6 +116,23 @@ class BoardSite:
                 ).where(where)
             ).one()
         return tuple(row)
+
+    def row_stamp(self, sub_id: int) -> Hashable:
+        """What a submission's status page shows of its row: moves with any change to it."""
+        with self.ctx.sessions() as session:
+            row = session.execute(
+                select(
+                    Submission.state,
+                    Submission.updated_at,
+                    Submission.samples_done,
+                    Submission.samples_planned,
+                    Submission.eta_s,
+                    Submission.reason,
+                    Submission.run_id,
+                    Submission.bundle_sha256,
+                ).where(Submission.id == sub_id)
+            ).one_or_none()
+        return None if row is None else tuple(row)
 
     def closed_stamp(self) -> Hashable:
         """What the leaderboard and the task pages show changes only when a submission is published, fails or is

@@ -14,7 +14,7 @@ from typing import Final
 
 import anyio
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, Response
+from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
 from runner.board.errors import BoardError
@@ -122,10 +122,14 @@ class SitePages:
         board = self.board
         return html(request, await board.cache.page("/scoring", lambda: render.scoring_page(board.sources, board.top)))
 
-    def submit(self, request: Request) -> Response:
-        """How to submit to this board (names the board's address, so not cached)."""
+    async def submit(self, request: Request) -> Response:
+        """How to submit to this board (rendered once per address it names)."""
         board = self.board
-        return HTMLResponse(render.submit_page(board.sources, board.top, board.facts, board.base(request)))
+        base_url = board.base(request)
+        page = await board.keyed.page(
+            f"/submit@{base_url}", lambda: render.submit_page(board.sources, board.top, board.facts, base_url)
+        )
+        return html(request, page)
 
     def favicon(self, request: Request) -> Response:
         """No icon, and no 404 in every visitor's console."""

@@ -3,9 +3,10 @@ while the submission is open."""
 
 from __future__ import annotations
 
+import anyio.to_thread
 from sqlalchemy import select, true
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from runner.board import inputs, pages
@@ -25,11 +26,20 @@ class SubmissionPages:
         """This page kind's routes."""
         return [Route("/submissions", self.listing), Route("/submissions/{id:int}", self.status)]
 
-    def status(self, request: Request) -> Response:
-        """One submission's status page (not cached: it shows the run's progress)."""
-        sub = self.board.submission(inputs.submission_id(request.path_params["id"]))
+    def _status(self, sub_id: int) -> str:
+        sub = self.board.submission(sub_id)
         refresh = None if sub.state in CLOSED else pages.REFRESH_S
-        return HTMLResponse(pages.board_page("status", f"Submission {sub.id}", s=sub, refresh_s=refresh))
+        return pages.board_page("status", f"Submission {sub.id}", s=sub, refresh_s=refresh)
+
+    async def status(self, request: Request) -> Response:
+        """One submission's status page, rendered again only when its row moves (its progress, its state)."""
+        board = self.board
+        sub_id = inputs.submission_id(request.path_params["id"])
+        route = f"/submissions/{sub_id}"
+        if not board.keyed.holds(route):
+            await anyio.to_thread.run_sync(board.submission, sub_id)  # a 404 for no such submission, never cached
+        page = await board.keyed.page(route, lambda: self._status(sub_id), lambda: board.row_stamp(sub_id))
+        return html(request, page)
 
     def _render(self) -> str:
         with self.board.ctx.sessions() as session:
