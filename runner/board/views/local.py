@@ -44,12 +44,10 @@ class LocalPages:
 
     async def run_locally(self, request: Request) -> Response:
         """How to run the benchmark locally, with the binary when the board serves one (rendered once per address
-        it names and per version of the binary)."""
+        it names and per version of the binary: a stat of the binary per request, so a new one shows at once)."""
         base_url = self.board.base(request)
-        page = await self.board.keyed.page(
-            f"/run-locally@{base_url}", lambda: self._render(base_url), self._binary_stamp
-        )
-        return html(request, page)
+        route = f"/run-locally@{base_url}@{self._binary_stamp()}"
+        return html(request, await self.board.keyed.page(route, lambda: self._render(base_url)))
 
     def binary(self, request: Request) -> Response:
         """The single-file ``ispm``."""
