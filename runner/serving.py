@@ -39,6 +39,8 @@ MAX_LINE_BYTES: Final = 64 * 1024
 """The request target, as ``http.server`` allows."""
 MAX_HEADERS: Final = 100
 """Header lines, as ``http.server`` allows."""
+OVER_CAP_LOG_S: Final = 10.0
+"""A client address over its connection cap is logged at most once in this many seconds."""
 TICK_S: Final = 0.5
 """How often a connection with a head or body under way checks its deadline."""
 
@@ -76,6 +78,8 @@ class _GuardedH11(H11Protocol):
     trusted: frozenset[str] = frozenset()
     by_address: ClassVar[Counter[str]]
     """Open connections per client address, for every connection of one server (each server has its own class)."""
+    over_cap_logged: ClassVar[dict[str, float]]
+    """When each address last had a connection closed over the cap logged."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -93,7 +97,12 @@ class _GuardedH11(H11Protocol):
         address = str(peer[0]) if isinstance(peer, tuple) and peer else None
         if address is not None and address not in self.trusted:
             if self.by_address[address] >= self.per_address:
-                _log.info("http.client_over_cap", client=address, cap=self.per_address)
+                now = time.monotonic()
+                if now - self.over_cap_logged.get(address, -OVER_CAP_LOG_S) >= OVER_CAP_LOG_S:
+                    if len(self.over_cap_logged) > 10_000:
+                        self.over_cap_logged.clear()
+                    self.over_cap_logged[address] = now  # a flood is one line per address per interval, not one each
+                    _log.info("http.client_over_cap", client=address, cap=self.per_address)
                 transport.close()  # past the cap: nothing is read from it, nothing answered
                 return
             self.by_address[address] += 1
@@ -176,6 +185,7 @@ def guarded_h11(
     limits = {
         "head_s": head_s, "min_body_bytes_per_s": min_body_bytes_per_s, "body_grace_s": body_grace_s,
         "first_byte_s": first_byte_s, "per_address": per_address, "trusted": trusted, "by_address": Counter(),
+        "over_cap_logged": {},
     }  # fmt: skip
     return type("GuardedH11", (_GuardedH11,), limits)
 

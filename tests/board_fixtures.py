@@ -7,6 +7,7 @@ free loopback port with a socket in the cluster folder, and stops the cluster af
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import io
@@ -286,3 +287,21 @@ def oci_save(members: dict[str, bytes], entry: dict[str, Any], *, gzip_layers: b
     ).encode()  # fmt: skip
     blobs = {f"blobs/sha256/{_hex(blob)}": blob for blob in (config, manifest, *layers)}
     return {"oci-layout": b'{"imageLayoutVersion": "1.0.0"}', **blobs, "index.json": index}
+
+
+@contextmanager
+def engine_client(*prefixes: str) -> Iterator[Any]:
+    """A client of the real Docker engine; on leaving, every tag starting with one of ``prefixes`` (this module's
+    own, never another's) is removed."""
+    import docker
+
+    engine = docker.from_env()
+    try:
+        yield engine
+    finally:
+        for image in engine.images.list():
+            for tag in image.tags:
+                if tag.startswith(prefixes):
+                    with contextlib.suppress(docker.errors.DockerException):
+                        engine.images.remove(tag, force=True)
+        engine.close()

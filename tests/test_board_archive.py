@@ -7,7 +7,6 @@ into the real Docker engine, from the canonical archive the board writes.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import io
@@ -21,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from board_fixtures import CONTRACT_LABELS, oci_save, synthetic_image, synthetic_save, tar_bytes, tiny_contract_image
+from board_fixtures import (
+    CONTRACT_LABELS,
+    engine_client,
+    oci_save,
+    synthetic_image,
+    synthetic_save,
+    tar_bytes,
+    tiny_contract_image,
+)
 
 from runner.sandbox.canonical import canonical_bytes, layer_name, load_verified
 from runner.sandbox.image_archive import (
@@ -284,17 +291,8 @@ def test_names_the_archive_gives_the_image_are_reported(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    import docker
-
-    engine = docker.from_env()
-    try:
+    with engine_client(f"ispm-test-archive-{RUN}:") as engine:
         yield engine
-    finally:
-        for image in engine.images.list(name=f"ispm-test-archive-{RUN}"):
-            for tag in image.tags:
-                with contextlib.suppress(docker.errors.DockerException):
-                    engine.images.remove(tag, force=True)
-        engine.close()
 
 
 @pytest.mark.docker

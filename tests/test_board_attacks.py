@@ -21,11 +21,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import docker
-import docker.errors
 import httpx
 import pytest
-from board_fixtures import BoardProcess, tiny_contract_image
+from board_fixtures import BoardProcess, engine_client, tiny_contract_image
+
+from runner.sandbox.transfer import engine_image_ids
 
 pytestmark = pytest.mark.docker
 
@@ -42,17 +42,8 @@ GIB = 1024**3
 def client() -> Iterator[Any]:
     from runner.board.quarantine import board_name
 
-    engine = docker.from_env()
-    try:
+    with engine_client(f"{REPOSITORY}:", f"ispm-board/{board_name(f'attack-{RUN}')}/") as engine:
         yield engine
-    finally:
-        boards = f"ispm-board/{board_name(f'attack-{RUN}')}/"
-        for image in engine.images.list():
-            for tag in image.tags:
-                if tag.startswith((f"{REPOSITORY}:", boards)):
-                    with contextlib.suppress(docker.errors.DockerException):
-                        engine.images.remove(tag, force=True)
-        engine.close()
 
 
 @pytest.fixture(scope="module")
@@ -143,13 +134,7 @@ def _post(board: BoardProcess, token: str, body: Any) -> httpx.Response:
 
 
 def _engine(client: Any, tags: tuple[str, ...] = VICTIMS) -> dict[str, str | None]:
-    found: dict[str, str | None] = {}
-    for tag in tags:
-        try:
-            found[tag] = str(client.images.get(tag).id)
-        except docker.errors.ImageNotFound:
-            found[tag] = None
-    return found
+    return engine_image_ids(client, tags)
 
 
 def _nothing_taken(board: BoardProcess) -> None:
@@ -355,25 +340,46 @@ def test_five_uploads_at_once_with_one_token_admit_no_more_than_its_open_limit(
     assert sorted(answers) == [202, 202, 429, 429, 429]
 
 
+def _idle_socket(port: int) -> socket.socket:
+    sock = socket.socket()
+    sock.bind(("127.0.0.2", 0))  # one client address; the probes come from 127.0.0.1
+    sock.setblocking(False)
+    with contextlib.suppress(BlockingIOError):
+        sock.connect(("127.0.0.1", port))
+    return sock
+
+
 def test_1100_idle_sockets_from_one_address_leave_the_board_answering_in_under_a_second(board: BoardProcess) -> None:
-    idle: list[socket.socket] = []
+    idle = [_idle_socket(board.port) for _ in range(1100)]
+    stop = threading.Event()
+    reopened = [0]
+
+    def reopen() -> None:
+        # As the attacker does: every socket the board closed is opened again, every second, for the whole test.
+        while not stop.wait(1.0):
+            for n, sock in enumerate(idle):
+                with contextlib.suppress(BlockingIOError, OSError):
+                    if sock.recv(1) == b"":
+                        sock.close()
+                        idle[n] = _idle_socket(board.port)
+                        reopened[0] += 1
+
+    attacker = threading.Thread(target=reopen, daemon=True)
     try:
-        for _ in range(1100):
-            sock = socket.socket()
-            sock.bind(("127.0.0.2", 0))  # one client address; the probes below come from 127.0.0.1
-            sock.setblocking(False)
-            with contextlib.suppress(BlockingIOError):
-                sock.connect(("127.0.0.1", board.port))
-            idle.append(sock)
+        time.sleep(1.0)  # the connection storm is accepted (the probe's own connect queues behind it)
+        attacker.start()
         waits = []
         with httpx.Client(base_url=board.url, timeout=10) as probe:
-            for _ in range(10):
+            for _ in range(19):
                 started = time.monotonic()
                 assert probe.get("/").status_code == 200
                 waits.append(time.monotonic() - started)
                 time.sleep(0.3)
         assert max(waits) < 1.0, waits
+        assert reopened[0] >= 1000  # the board kept closing them: the attack was on all along
     finally:
+        stop.set()
+        attacker.join(timeout=30)
         for sock in idle:
             sock.close()
 

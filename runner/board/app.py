@@ -34,7 +34,10 @@ def create_app(ctx: BoardContext) -> Starlette:
 
     async def board_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, BoardError)
-        return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        # A refused upload may be refused mid-body: the connection closes, so the client stops sending at once
+        # rather than the board reading (and dropping) the rest of a stream it has refused.
+        headers = {"connection": "close"} if request.method == "POST" else None
+        return JSONResponse({"error": str(exc)}, status_code=exc.status, headers=headers)
 
     async def client_gone(request: Request, exc: Exception) -> Response:
         # Nothing will read this answer: the client went away while sending its body.
