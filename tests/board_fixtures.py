@@ -7,6 +7,10 @@ free loopback port with a socket in the cluster folder, and stops the cluster af
 
 from __future__ import annotations
 
+import contextlib
+import gzip
+import hashlib
+import io
 import json
 import os
 import pwd
@@ -15,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
@@ -42,8 +47,11 @@ def free_port() -> int:
 class BoardProcess:
     """``ispm board serve`` on a free loopback port, with a config written from ``settings``."""
 
-    def __init__(self, folder: Path, settings: dict[str, Any], env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, folder: Path, settings: dict[str, Any], env: dict[str, str] | None = None, *, workers: int = 1
+    ) -> None:
         self.folder = folder
+        self.workers = workers
         folder.mkdir(parents=True, exist_ok=True)
         self.config = folder / "board.yaml"
         self.config.write_text(yaml.safe_dump({"data_dir": str(folder / "data"), **settings}), encoding="utf-8")
@@ -63,10 +71,10 @@ class BoardProcess:
     def start(self) -> BoardProcess:
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
-                [ISPM, "board", "serve", str(self.config), "--port", str(self.port)],
+                [ISPM, "board", "serve", str(self.config), "--port", str(self.port), "--workers", str(self.workers)],
                 stdout=log, stderr=subprocess.STDOUT, env=self.env,
             )  # fmt: skip
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # a loaded 2-core machine starts a board in seconds to a minute
         while time.monotonic() < deadline:
             assert self.process.poll() is None, self.log.read_text(errors="replace")
             try:
@@ -81,6 +89,13 @@ class BoardProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def peak_rss(self) -> int:
+        """The board process's peak resident memory so far, in bytes (``VmHWM``)."""
+        assert self.process is not None
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        (line,) = [row for row in status.splitlines() if row.startswith("VmHWM:")]
+        return int(line.split()[1]) * 1024
 
     def kill(self) -> None:
         """``kill -9``: no cleanup of any kind."""
@@ -206,3 +221,87 @@ def tiny_contract_image(client: Any, folder: Path, tag: str, content: str) -> st
     )
     image, _ = client.images.build(path=str(folder), tag=tag, rm=True)
     return str(image.id)
+
+
+CONTRACT_LABELS = {"ispm.agent.contract": "ispm.agent/v1"}
+
+
+def tar_bytes(members: dict[str, bytes], links: dict[str, str] | None = None) -> bytes:
+    """An uncompressed tar of ``members`` (name: bytes), after symlinks ``links`` (name: target)."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tar:
+        for name, target in (links or {}).items():
+            link = tarfile.TarInfo(name)
+            link.type, link.linkname = tarfile.SYMTYPE, target
+            tar.addfile(link)
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return raw.getvalue()
+
+
+def _hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def synthetic_image(labels: dict[str, str] | None, content: bytes = b"hi") -> tuple[dict[str, bytes], dict[str, Any]]:
+    """A one-layer image as ``docker save`` writes it, every digest true: its members and its manifest entry."""
+    layer = tar_bytes({"hello": content})
+    config = json.dumps(
+        {"architecture": "amd64", "os": "linux", "config": {"Labels": labels},
+         "rootfs": {"type": "layers", "diff_ids": [f"sha256:{_hex(layer)}"]}}
+    ).encode()  # fmt: skip
+    config_name, layer_name = f"{_hex(config)}.json", f"{_hex(layer)[:16]}/layer.tar"
+    entry = {"Config": config_name, "RepoTags": None, "Layers": [layer_name]}
+    return {config_name: config, layer_name: layer}, entry
+
+
+def synthetic_save(*images: tuple[dict[str, bytes], dict[str, Any]]) -> dict[str, bytes]:
+    """The members of a ``docker save`` of ``images`` (from :func:`synthetic_image`), ``manifest.json`` last."""
+    members: dict[str, bytes] = {}
+    for image_members, _ in images:
+        members.update(image_members)
+    members["manifest.json"] = json.dumps([entry for _, entry in images]).encode()
+    return members
+
+
+def oci_save(members: dict[str, bytes], entry: dict[str, Any], *, gzip_layers: bool = False) -> dict[str, bytes]:
+    """The image of :func:`synthetic_image` in the OCI layout (``blobs/sha256``, ``index.json``), as newer engines
+    and OCI tools write it; its layers gzip-compressed when ``gzip_layers``."""
+    config = members[entry["Config"]]
+    layers = [members[name] for name in entry["Layers"]]
+    if gzip_layers:
+        layers = [gzip.compress(layer, mtime=0) for layer in layers]
+    media = "application/vnd.oci.image.layer.v1.tar" + ("+gzip" if gzip_layers else "")
+    manifest = json.dumps(
+        {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+         "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": f"sha256:{_hex(config)}",
+                    "size": len(config)},
+         "layers": [{"mediaType": media, "digest": f"sha256:{_hex(layer)}", "size": len(layer)} for layer in layers]}
+    ).encode()  # fmt: skip
+    index = json.dumps(
+        {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+         "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                        "digest": f"sha256:{_hex(manifest)}", "size": len(manifest)}]}
+    ).encode()  # fmt: skip
+    blobs = {f"blobs/sha256/{_hex(blob)}": blob for blob in (config, manifest, *layers)}
+    return {"oci-layout": b'{"imageLayoutVersion": "1.0.0"}', **blobs, "index.json": index}
+
+
+@contextmanager
+def engine_client(*prefixes: str) -> Iterator[Any]:
+    """A client of the real Docker engine; on leaving, every tag starting with one of ``prefixes`` (this module's
+    own, never another's) is removed."""
+    import docker
+
+    engine = docker.from_env()
+    try:
+        yield engine
+    finally:
+        for image in engine.images.list():
+            for tag in image.tags:
+                if tag.startswith(prefixes):
+                    with contextlib.suppress(docker.errors.DockerException):
+                        engine.images.remove(tag, force=True)
+        engine.close()

@@ -23,27 +23,25 @@ import docker.errors
 import pytest
 from board_fixtures import board_in_process, tiny_contract_image
 
-from runner.board.quarantine import ImageArchive, board_name, board_tag, inspect_archive, load_image, remove_image
+from runner.board.quarantine import board_name, board_tag, load_image, remove_image
 from runner.board.smoke import smoke_test
 from runner.paths import tasks_dir
 from runner.run.sample_runner import HostRunner, RanSample
 from runner.sandbox.backend import LABEL_BOARD, LABEL_OWNER, LABEL_RUN, LABEL_SANDBOX, SampleSpec
 from runner.sandbox.docker import DockerBackend, sweep
 from runner.sandbox.docker.engine import name_part
+from runner.sandbox.image_archive import read_image_archive
 from runner.tasks.load import load_tasks
 from runner.tasks.view import agent_files
 
 RUN = secrets.token_hex(4)
 
 
-def _archive(hex_id: str = "ab" * 32) -> ImageArchive:
-    return ImageArchive(image_id=f"sha256:{hex_id}", config_name="c.json", layers=["l/layer.tar"], labels={})
-
-
 def test_two_boards_tag_the_same_submission_apart_even_when_their_ids_slug_alike() -> None:
-    tags = {board_tag(board_id, 3, _archive()) for board_id in ("Board A", "board-a", "board_a", "other")}
+    image_id = "sha256:" + "ab" * 32
+    tags = {board_tag(board_id, 3, image_id) for board_id in ("Board A", "board-a", "board_a", "other")}
     assert len(tags) == 4
-    assert board_tag("Board A", 3, _archive()) == f"ispm-board/{board_name('Board A')}/submission-3:abababababab"
+    assert board_tag("Board A", 3, image_id) == f"ispm-board/{board_name('Board A')}/submission-3:abababababab"
     assert board_name("Board A").startswith("board-a-")
 
 
@@ -62,16 +60,15 @@ def test_two_boards_load_one_image_at_once_and_each_keeps_only_its_own_tag(clien
     image_id = tiny_contract_image(client, tmp_path / "context", source, f"shared {RUN}")
     saved = tmp_path / "saved.tar"
     saved.write_bytes(b"".join(client.images.get(image_id).save(named=False)))
-    archive = inspect_archive(saved)
-    tags = {board: board_tag(f"{board}-{RUN}", 1, archive) for board in ("north", "south")}
+    tags = {board: board_tag(f"{board}-{RUN}", 1, image_id) for board in ("north", "south")}
     loaded: dict[str, str] = {}
     errors: list[BaseException] = []
 
     def load(board: str) -> None:
-        copy = tmp_path / f"{board}.tar"
-        copy.write_bytes(saved.read_bytes())
+        with saved.open("rb") as upload:
+            image = read_image_archive(upload, tmp_path / f"{board}-blobs")
         try:
-            loaded[board] = load_image(copy, archive, tags[board])
+            loaded[board] = load_image(image, tags[board])
         except BaseException as exc:  # reported below, with the board
             errors.append(exc)
 

@@ -6,17 +6,22 @@ One real board process on loopback (SQLite) with a small upload cap. Each archiv
 
 from __future__ import annotations
 
-import io
-import json
 import subprocess
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from board_fixtures import ISPM, BoardProcess, browser
+from board_fixtures import (
+    CONTRACT_LABELS,
+    ISPM,
+    BoardProcess,
+    browser,
+    synthetic_image,
+    synthetic_save,
+    tar_bytes,
+)
 from sqlalchemy import create_engine, text
 
 from runner.board.errors import BoardError
@@ -24,8 +29,6 @@ from runner.board.serve import cancel_as_admin
 
 __all__ = ["browser"]  # a fixture, imported for pytest
 CAP = 64 * 1024
-CONFIG_HEX = "ab" * 32
-LABELS = {"ispm.agent.contract": "ispm.agent/v1"}
 
 
 @pytest.fixture(scope="module")
@@ -46,35 +49,6 @@ def token(board: BoardProcess) -> str:
     return board.token("mallory")
 
 
-def _tar(members: dict[str, bytes], links: dict[str, str] | None = None) -> bytes:
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w") as tar:
-        for name, target in (links or {}).items():
-            link = tarfile.TarInfo(name)
-            link.type, link.linkname = tarfile.SYMTYPE, target
-            tar.addfile(link)
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return raw.getvalue()
-
-
-def _image(hex_id: str, labels: dict[str, str] | None) -> dict[str, bytes]:
-    config = {"config": {"Labels": labels}, "rootfs": {"type": "layers", "diff_ids": []}}
-    return {f"{hex_id}.json": json.dumps(config).encode(), f"{hex_id[:8]}/layer.tar": _tar({"hello": b"hi"})}
-
-
-def _save(*images: tuple[str, dict[str, str] | None]) -> dict[str, bytes]:
-    members: dict[str, bytes] = {}
-    manifest = []
-    for hex_id, labels in images:
-        members.update(_image(hex_id, labels))
-        manifest.append({"Config": f"{hex_id}.json", "RepoTags": None, "Layers": [f"{hex_id[:8]}/layer.tar"]})
-    members["manifest.json"] = json.dumps(manifest).encode()
-    return members
-
-
 def _post(board: BoardProcess, token: str | None, body: bytes, **params: Any) -> httpx.Response:
     headers = {"authorization": f"Bearer {token}"} if token is not None else {}
     query = {"name": "agent", "candidate": "openai/cand", **params}
@@ -87,7 +61,7 @@ def _nothing_stored(board: BoardProcess) -> None:
     assert sorted(uploads.glob("*")) == []
 
 
-GOOD = _tar(_save((CONFIG_HEX, LABELS)))
+GOOD = tar_bytes(synthetic_save(synthetic_image(CONTRACT_LABELS)))
 
 
 @pytest.mark.parametrize(
@@ -99,34 +73,39 @@ GOOD = _tar(_save((CONFIG_HEX, LABELS)))
             422,
             "not a docker save archive: not an uncompressed tar (invalid header)",
         ),
-        ("no manifest", _tar({"hello.txt": b"hi"}), 422, "not a docker save archive: it has no manifest.json"),
+        (
+            "no manifest",
+            tar_bytes({"hello.txt": b"hi"}),
+            422,
+            "not a docker save archive: it has neither manifest.json nor index.json",
+        ),
         (
             "two images",
-            _tar(_save((CONFIG_HEX, LABELS), ("cd" * 32, LABELS))),
+            tar_bytes(synthetic_save(synthetic_image(CONTRACT_LABELS), synthetic_image(CONTRACT_LABELS, b"other"))),
             422,
             "the archive holds 2 images; submit exactly one",
         ),
         (
             "no label",
-            _tar(_save((CONFIG_HEX, {"other": "x"}))),
+            tar_bytes(synthetic_save(synthetic_image({"other": "x"}))),
             422,
             'the image has no contract label: build it with LABEL ispm.agent.contract="ispm.agent/v1"',
         ),
         (
             "traversal",
-            _tar({**_save((CONFIG_HEX, LABELS)), "../../etc/cron.d/evil": b"x"}),
+            tar_bytes({**synthetic_save(synthetic_image(CONTRACT_LABELS)), "../../etc/cron.d/evil": b"x"}),
             422,
             "refused: the member name '../../etc/cron.d/evil' leaves the archive",
         ),
         (
             "absolute",
-            _tar({**_save((CONFIG_HEX, LABELS)), "/etc/passwd": b"x"}),
+            tar_bytes({**synthetic_save(synthetic_image(CONTRACT_LABELS)), "/etc/passwd": b"x"}),
             422,
             "refused: the member name '/etc/passwd' leaves the archive",
         ),
         (
             "link out",
-            _tar(_save((CONFIG_HEX, LABELS)), links={"layers/evil": "../../etc/shadow"}),
+            tar_bytes(synthetic_save(synthetic_image(CONTRACT_LABELS)), links={"layers/evil": "../../etc/shadow"}),
             422,
             "refused: 'layers/evil' links outside the archive ('../../etc/shadow')",
         ),
@@ -320,3 +299,49 @@ def test_the_status_page_refreshes_itself_in_chromium(board: BoardProcess, brows
         assert time.monotonic() < deadline, "the page did not refresh itself"
         time.sleep(0.25)
     assert browser.find_element(By.ID, "reason").text == "changed"
+
+
+def test_what_a_load_killed_mid_way_left_is_swept_at_start_and_its_submission_failed(tmp_path: Path) -> None:
+    import os
+    import socket as sockets
+    import time
+
+    settings = {"board_id": "sweep", "judges": ["ref#1", "ref#2"], "candidates": ["openai/cand"], "lease_s": 2}
+    process = BoardProcess(tmp_path / "sweep", {**settings, "heartbeat_s": 1})
+    with process:
+        secret = process.token("kim")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    uploads = process.folder / "data" / "uploads"
+    host = sockets.gethostname()
+    left = uploads / f"{host}-{dead.pid}-0123456789ab"
+    live = uploads / f"{host}-{os.getpid()}-0123456789ab"  # this test's own process: alive, so not the board's
+    for folder in (left, live):
+        folder.mkdir(parents=True)
+        (folder / ("ab" * 32)).write_bytes(b"half a layer")
+    assert secret
+    sub_id = _store(process, "kim", "interrupted", "received")
+    engine = create_engine(f"sqlite:///{process.folder / 'data' / 'board.sqlite'}")
+    with engine.begin() as db:  # held by the killed board's upload, its lease run out
+        db.execute(
+            text("UPDATE submissions SET lease_until = '2000-01-01 00:00:00.000000' WHERE id = :i"), {"i": sub_id}
+        )
+    engine.dispose()
+    with process:
+        assert not left.exists()
+        assert live.is_dir()
+        deadline = time.monotonic() + 30
+        while (shown := httpx.get(f"{process.url}/api/v1/submissions/{sub_id}", timeout=10).json())[
+            "state"
+        ] != "failed":
+            assert time.monotonic() < deadline, shown
+            time.sleep(0.3)
+    assert shown["reason"] == "the board stopped while this submission's image was loading: submit it again"
+
+
+def test_a_path_with_a_trailing_slash_is_redirected_relative_whatever_the_host_header(board: BoardProcess) -> None:
+    response = httpx.get(board.url + "/tasks/", headers={"host": "evil.example"}, timeout=10)
+    assert (response.status_code, response.headers["location"]) == (308, "/tasks")
+    response = httpx.get(board.url + "/leaderboard/", headers={"host": "evil.example"}, timeout=10)
+    assert (response.status_code, response.headers["location"]) == (308, "/leaderboard")
+    assert httpx.get(board.url + "/no-such-page/", timeout=10).status_code == 404

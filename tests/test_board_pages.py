@@ -118,3 +118,55 @@ def test_a_page_is_gzipped_for_a_client_that_accepts_it(board: tuple[Any, TestCl
     zipped = client.get("/leaderboard", headers={"accept-encoding": "gzip"})
     assert (plain.headers.get("content-encoding"), zipped.headers["content-encoding"]) == (None, "gzip")
     assert zipped.text == plain.text  # the client decodes it
+
+
+def _published_copy(ctx: Any, gold_run: Path, tmp_path: Path) -> tuple[str, Path]:
+    run_dir = shutil.copytree(gold_run, tmp_path / "published-run")
+    run_id = RunRecord.model_validate_json((run_dir / "record.json").read_text()).run_id
+    _add(ctx, "published", run_dir=run_dir, run_id=run_id)
+    return run_id, run_dir
+
+
+def test_a_sample_page_shows_a_models_bidi_and_control_characters_instead_of_applying_them(
+    board: tuple[Any, TestClient], gold_run: Path, tmp_path: Path
+) -> None:
+    ctx, client = board
+    run_id, run_dir = _published_copy(ctx, gold_run, tmp_path)
+    page = sorted((run_dir / "samples").glob("*.html"))[0]
+    # What the renderer writes for a model's reply that holds an override and a bell: escaped, yet applied.
+    page.write_text(page.read_text().replace("</body>", "<p>\u202etxt.exe\u202c and \x07</p></body>"))
+    served = [client.get(f"/runs/{run_id}/samples/{page.name}") for _ in range(3)]
+    assert {r.status_code for r in served} == {200}
+    text = served[0].text
+    assert "<p>\u27e8U+202E\u27e9txt.exe\u27e8U+202C\u27e9 and \u27e8U+0007\u27e9</p>" in text
+    assert not {"\u202e", "\u202c", "\x07"} & set(text)
+    assert client.app.state.board.files.renders == 1  # type: ignore[attr-defined]
+
+
+def test_a_search_of_the_task_list_is_rendered_once_per_query(board: tuple[Any, TestClient]) -> None:
+    _, client = board
+    pages = {client.get("/tasks", params={"q": "leaver"}).text for _ in range(5)}
+    client.get("/tasks", params={"q": "joiner"})
+    assert len(pages) == 1
+    assert client.app.state.board.searches.renders == 2  # type: ignore[attr-defined]
+
+
+def test_the_leaderboard_and_the_task_pages_read_each_published_record_once_by_one_rule(
+    board: tuple[Any, TestClient], gold_run: Path, tmp_path: Path
+) -> None:
+    from runner.site.model import PublishedRun
+
+    ctx, client = board
+    run_id, run_dir = _published_copy(ctx, gold_run, tmp_path)
+    for path in ("/leaderboard", "/tasks", "/tasks/ispm-001", "/tasks?q=ispm"):
+        assert client.get(path).status_code == 200
+    entry = PublishedRun.model_validate_json(
+        (ctx.config.data_dir / "published" / f"{run_dir.name}.entry.json").read_text()
+    )
+    record = RunRecord.model_validate_json((run_dir / "record.json").read_text())
+    assert (entry.record.run_id, entry.record.samples, entry.tasks.keys()) == (
+        run_id,
+        [],
+        {t.task_id for t in record.scores.tasks} if record.scores else set(),
+    )
+    assert entry.record.scores is not None and (entry.record.scores.tasks, entry.record.scores.breakdowns) == ([], {})

@@ -32,12 +32,14 @@ def _ispm(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-@pytest.mark.parametrize("days", ["0", "-1", "nan"])
-def test_a_token_valid_for_no_time_is_refused(config: Path, days: str) -> None:
+@pytest.mark.parametrize("days", ["0", "-1", "nan", "inf", "1e400", "36501"])
+def test_a_token_valid_for_no_time_or_past_any_date_is_refused_without_a_traceback(config: Path, days: str) -> None:
+    shown = {"1e400": "inf"}.get(days, days)
     assert _ispm("board", "token", "create", str(config), "alice", "--valid-days", days) == (
         1,
         "",
-        f"Error: a token's validity must be a positive number of days, not {days}\n",
+        f"Error: a token's validity must be over 0 and at most 36500 days, not {shown} "
+        "(leave --valid-days out for a token that never expires)\n",
     )
     assert _ispm("board", "token", "list", str(config))[1] == "ID  SUBMITTER  STATE  EXPIRES  LAST USED\n"
 

@@ -245,3 +245,35 @@ def test_the_lease_migration_lets_a_row_held_before_leases_be_taken_over(databas
         assert "lease_until" in {c["name"] for c in inspect(engine).get_columns("submissions")}
     finally:
         engine.dispose()
+
+
+def test_the_state_migration_keeps_every_row_and_the_database_then_refuses_an_unknown_state(
+    database: str | None, tmp_path: Path
+) -> None:
+    from sqlalchemy.exc import IntegrityError
+
+    from runner.board.states import SubmissionState
+
+    engine = make_engine(_fresh(database, tmp_path))
+    insert = text(
+        "INSERT INTO submissions (token_id, display_name, candidate, links, state, upload_sha256, upload_bytes,"
+        " image_id, image_tag, samples_done, samples_planned, created_at, updated_at)"
+        " VALUES (1, 'x', 'openai/cand', '[]', :s, '', 0, '', '', 0, 0, :n, :n)"
+    )
+    try:
+        with engine.begin() as connection:
+            command.upgrade(_alembic(connection), "0003")
+        with engine.begin() as connection:
+            connection.execute(
+                text("INSERT INTO tokens (submitter, token_sha256, created_at, open_limit) VALUES ('t', :h, :n, 1)"),
+                {"h": "2" * 64, "n": utcnow()},
+            )
+            connection.execute(insert, [{"s": state.value, "n": utcnow()} for state in SubmissionState])
+        migrate(engine)
+        with sessions(engine)() as session:
+            states = list(session.scalars(select(Submission.state).order_by(Submission.id)))
+        assert states == list(SubmissionState) and all(isinstance(s, SubmissionState) for s in states)
+        with pytest.raises(IntegrityError), engine.begin() as connection:
+            connection.execute(insert, {"s": "hacked", "n": utcnow()})
+    finally:
+        engine.dispose()

@@ -11,9 +11,7 @@ from sqlalchemy import update
 from runner.board.context import BoardContext
 from runner.board.db import Submission, utcnow
 from runner.board.errors import BoardError
-
-CANCELLABLE = ("received", "verified", "queued", "running")
-"""States a submission can be cancelled in: once it is auditing, it is being published."""
+from runner.board.states import CANCELLABLE, SubmissionState
 
 
 def cancel(ctx: BoardContext, submission_id: int, *, token_id: int | None, reason: str) -> Submission:
@@ -34,7 +32,7 @@ def cancel(ctx: BoardContext, submission_id: int, *, token_id: int | None, reaso
         moved = session.execute(
             update(Submission)
             .where(Submission.id == submission_id, Submission.state.in_(CANCELLABLE))
-            .values(state="cancelled", reason=reason[:4000], updated_at=utcnow())
+            .values(state=SubmissionState.CANCELLED, reason=reason[:4000], updated_at=utcnow())
         )
         if not moved.rowcount:  # type: ignore[attr-defined]
             raise BoardError(

@@ -11,10 +11,10 @@ from typing import Any, Final, TextIO
 import httpx
 
 from runner.board.errors import BoardError
+from runner.board.states import CLOSED, SubmissionState
 from runner.errors import SandboxError
 
 TOKEN_ENV: Final = "ISPM_BOARD_TOKEN"
-CLOSED_STATES: Final = ("published", "failed", "cancelled")
 
 
 def _token() -> str:
@@ -153,7 +153,7 @@ def watch_submission(
         if now != last and on_change is not None:
             on_change(status)
         last = now
-        if status["state"] in CLOSED_STATES:
+        if status["state"] in CLOSED:
             return status
         time.sleep(every_s)
 
@@ -163,7 +163,7 @@ def status_line(status: dict[str, Any]) -> str:
     line = f"#{status['id']} {status['state']}"
     if status["samples_planned"]:
         line += f" {status['samples_done']}/{status['samples_planned']} samples"
-    if status.get("eta_s") is not None and status["state"] == "running":
+    if status.get("eta_s") is not None and status["state"] == SubmissionState.RUNNING:
         line += f", about {round(status['eta_s'])} s left"
     if status.get("reason"):
         line += f": {status['reason']}"

@@ -76,7 +76,18 @@ class BoardConfig(BaseModel):
     """Seconds a body may take to get going before its rate counts."""
     max_connections: int = Field(default=1000, ge=1)
     """Connections served at once; past it a new request is a 503 until one ends (slow ones end by the limits
-    above), so no client can hold them all for longer than those limits."""
+    above and ``max_per_client``)."""
+    max_per_client: int = Field(default=64, ge=1)
+    """Connections one client address may hold at once (a connection past it is closed as it opens), and requests
+    one client may have under way (past it a 429); behind a trusted proxy a client is its forwarded address."""
+    first_byte_timeout_s: float = Field(default=2.0, gt=0)
+    """A new connection that sends no byte within this many seconds is closed, unanswered."""
+    trusted_proxies: list[str] = Field(default_factory=list)
+    """Addresses of reverse proxies in front of the board: their ``X-Forwarded-For`` names the client (for
+    ``max_per_client``), and their own connections are not capped by address. Empty: no header is believed."""
+    public_url: str | None = Field(default=None, pattern=r"^https?://[^\s]+$")
+    """The board's public address (``https://board.example``) for the absolute links it writes (a submission's
+    ``status_url``, ``/submit``'s commands); by default the address a request was made to."""
     binary: Path | None = None
     """A single-file ``ispm`` executable to serve with its sha256 on "Run it locally", when one is built."""
     trial: TrialSetting | None = None

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, Literal, get_args
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Integer, String, Text, create_engine, event
+from sqlalchemy import JSON, BigInteger, DateTime, Enum, ForeignKey, Integer, String, Text, create_engine, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
-State = Literal["received", "verified", "queued", "running", "auditing", "published", "failed", "cancelled"]
-STATES: Final = get_args(State)
-CLOSED: Final[tuple[State, ...]] = ("published", "failed", "cancelled")
-"""A submission in one of these states is no longer open; nothing moves it again."""
+from runner.board.states import SubmissionState
+
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
@@ -65,7 +63,14 @@ class Submission(Base):
     """As the submitter wrote it: escaped wherever it is shown."""
     candidate: Mapped[str] = mapped_column(String(200))
     links: Mapped[list[str]] = mapped_column(JSON)
-    state: Mapped[str] = mapped_column(String(20), index=True)
+    state: Mapped[SubmissionState] = mapped_column(
+        Enum(
+            SubmissionState, name="submission_state", native_enum=False, length=20, create_constraint=True,
+            values_callable=lambda states: [s.value for s in states], validate_strings=True,
+        ),
+        index=True,
+    )  # fmt: skip
+    """Stored as its value (``received``...); the database refuses any other (a check constraint)."""
     reason: Mapped[str | None] = mapped_column(Text)
     """Why it failed or was cancelled."""
     upload_sha256: Mapped[str] = mapped_column(String(64))

@@ -27,6 +27,7 @@ from sqlalchemy import ColumnElement, or_, select, update
 from runner import log
 from runner.board.context import BoardContext
 from runner.board.db import Submission
+from runner.board.states import SubmissionState
 from runner.run.scheduler import StopRequest
 
 _log = log.get(__name__)
@@ -47,7 +48,7 @@ def _claimable(now: datetime) -> ColumnElement[bool]:
     return or_(Submission.lease_until.is_(None), Submission.lease_until < now)
 
 
-def claim(ctx: BoardContext, holder: str, states: tuple[str, ...]) -> int | None:
+def claim(ctx: BoardContext, holder: str, states: tuple[SubmissionState, ...]) -> int | None:
     """Take the oldest submission in ``states`` that no one holds or whose lease ran out; its id, or ``None``."""
     now = _now()
     with ctx.sessions() as session, session.begin():
@@ -143,6 +144,6 @@ class Hold:
             row = session.execute(
                 select(Submission.state, Submission.reason).where(Submission.id == self.id)
             ).one_or_none()
-        if row is not None and row.state == "cancelled" and not self.stop.is_set():
+        if row is not None and row.state is SubmissionState.CANCELLED and not self.stop.is_set():
             _log.info("board.run_cancelled", submission=self.id, worker=self.holder, reason=row.reason)
             self.stop.stop(f"cancelled on board {self.ctx.config.board_id}: {row.reason}")

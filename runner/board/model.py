@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from runner.board.states import SubmissionState
+
 
 class SubmissionView(BaseModel):
     """A submission as the API shows it."""
@@ -21,7 +23,7 @@ class SubmissionView(BaseModel):
     """The served candidate model it runs against."""
     links: list[str]
     """The submitter's links (http or https)."""
-    state: str
+    state: SubmissionState
     """received, verified, queued, running, auditing, published, failed or cancelled."""
     reason: str | None
     """Why it failed or was cancelled."""

@@ -9,8 +9,10 @@ that the next request waits for, so they show at once; changes made by another b
 or by the board's workers, show within about ``recheck_s``.
 
 One render at a time per route: requests that arrive while a page renders wait for it and share it. A page
-without a stamp (static content) is rendered once per process. Each render is also gzipped once, for the clients
-that accept it (every browser): a leaderboard of 1,000 runs is about 1.2 MB of HTML and a tenth of that gzipped.
+without a stamp (static content, a published run's files) is rendered once per process. Each render is also
+gzipped once, for the clients that accept it (every browser): a leaderboard of 1,000 runs is about 1.2 MB of HTML
+and a tenth of that gzipped. A cache made with ``max_bytes`` keeps at most that much, dropping the pages least
+recently served first.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
@@ -48,15 +51,22 @@ class _Entry:
 class PageCache:
     """Rendered pages by route (bytes), each kept until its stamp changes."""
 
-    def __init__(self, *, recheck_s: float = 0.5) -> None:
-        """Re-read a page's stamp at most every ``recheck_s`` seconds (unless :meth:`changed` says to sooner)."""
+    def __init__(self, *, recheck_s: float = 0.5, max_bytes: int | None = None) -> None:
+        """Re-read a page's stamp at most every ``recheck_s`` seconds (unless :meth:`changed` says to sooner); keep
+        at most ``max_bytes`` of pages (``None``: every page)."""
         self.recheck_s = recheck_s
+        self.max_bytes = max_bytes
         self.renders = 0
         """Pages rendered so far (for tests and the bench)."""
-        self._entries: dict[str, _Entry] = {}
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._bytes = 0
         self._locks: dict[str, anyio.Lock] = {}
         self._changed_at = 0.0
         self._checking: dict[str, asyncio.Task[RenderedPage]] = {}
+
+    def holds(self, route: str) -> bool:
+        """Whether a render of ``route`` is kept (fresh or not)."""
+        return route in self._entries
 
     def changed(self) -> None:
         """Something every page may show has changed here: check each page's stamp at its next request."""
@@ -71,6 +81,8 @@ class PageCache:
         """
         entry = self._entries.get(route)
         if entry is not None:
+            if self.max_bytes is not None:
+                self._entries.move_to_end(route)
             if self._fresh(entry, stamp):
                 return entry.page
             if entry.checked_at > self._changed_at:
@@ -97,15 +109,30 @@ class PageCache:
                 page = await anyio.to_thread.run_sync(_rendered, render)
                 self.renders += 1
                 entry = _Entry(stamp=now, page=page, checked_at=checked_at)
-                self._entries[route] = entry
+                self._keep(route, entry)
             else:
                 entry.checked_at = checked_at
             return entry.page
+
+    def _keep(self, route: str, entry: _Entry) -> None:
+        old = self._entries.pop(route, None)
+        if old is not None:
+            self._bytes -= _size(old.page)
+        self._entries[route] = entry
+        self._bytes += _size(entry.page)
+        while self.max_bytes is not None and self._bytes > self.max_bytes and len(self._entries) > 1:
+            dropped_route, dropped = self._entries.popitem(last=False)
+            self._bytes -= _size(dropped.page)
+            self._locks.pop(dropped_route, None)
 
     def _fresh(self, entry: _Entry, stamp: Stamp | None) -> bool:
         if stamp is None:
             return True
         return entry.checked_at > self._changed_at and time.monotonic() - entry.checked_at < self.recheck_s
+
+
+def _size(page: RenderedPage) -> int:
+    return len(page.html) + len(page.gzipped)
 
 
 def _rendered(render: Callable[[], str]) -> RenderedPage:

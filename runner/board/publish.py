@@ -10,6 +10,7 @@ from runner.board.context import PUBLISHED_DIR, BoardContext
 from runner.board.db import Submission, utcnow
 from runner.board.errors import BoardError
 from runner.board.signing import sign_statement, statement_of
+from runner.board.states import SubmissionState
 from runner.record.audit import audit
 from runner.record.bundle import bundle
 from runner.record.model import RunRecord
@@ -38,11 +39,11 @@ def publish(ctx: BoardContext, sub: Submission, *, holder: str | None = None) ->
             update(Submission)
             .where(
                 Submission.id == sub.id,
-                Submission.state == "auditing",
+                Submission.state == SubmissionState.AUDITING,
                 *([Submission.worker == holder] if holder is not None else []),
             )
             .values(
-                state="published",
+                state=SubmissionState.PUBLISHED,
                 run_id=record.run_id,
                 bundle_sha256=statement.bundle_sha256,
                 published_at=utcnow(),

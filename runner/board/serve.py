@@ -21,6 +21,7 @@ from runner.board.model import TokenView
 from runner.board.quarantine import remove_image
 from runner.board.signing import load_or_create_key
 from runner.board.tokens import create_token, list_tokens, revoke_token
+from runner.board.upload import sweep_uploads
 from runner.board.worker import work_forever
 from runner.cluster.connection import connected
 from runner.serving import MAX_HEAD_BYTES, guarded_h11
@@ -108,11 +109,15 @@ def server_config(ctx: BoardContext, host: str, port: int) -> uvicorn.Config:
         head_s=config.head_timeout_s,
         min_body_bytes_per_s=config.min_body_bytes_per_s,
         body_grace_s=config.body_grace_s,
+        first_byte_s=config.first_byte_timeout_s,
+        per_address=config.max_per_client,
+        trusted=frozenset(config.trusted_proxies),
     )
     return uvicorn.Config(
         create_app(ctx), host=host, port=port, http=protocol, lifespan="off", log_level="warning",
         access_log=False, server_header=False, limit_concurrency=config.max_connections,
         timeout_keep_alive=KEEP_ALIVE_S, h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        proxy_headers=bool(config.trusted_proxies), forwarded_allow_ips=list(config.trusted_proxies),
     )  # fmt: skip
 
 
@@ -123,6 +128,7 @@ def serve_board(config_path: Path, *, host: str = "127.0.0.1", port: int = 8640,
     runs resume from their journals (``runner.board.lease``).
     """
     ctx = open_board(load_config(config_path))
+    sweep_uploads(ctx.config.data_dir)  # what this host's board processes that died mid-upload left
     stop = threading.Event()
     # A holder's name must be unique across every board process: the lease's compare-and-set goes by it.
     prefix = f"{ctx.config.board_id}/{socket.gethostname()}/{os.getpid()}-{secrets.token_hex(3)}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import UTC, datetime, timedelta
+from typing import Final
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -23,6 +24,10 @@ from runner.board.model import TokenState, TokenView
 PREFIX = "ispm_"
 
 
+MAX_VALID_DAYS: Final = 36_500
+"""A hundred years: the longest validity a token may be given (a date far past it overflows)."""
+
+
 def token_sha256(secret: str) -> str:
     """The stored form of a token."""
     return hashlib.sha256(secret.encode()).hexdigest()
@@ -32,10 +37,15 @@ def create_token(session: Session, submitter: str, *, open_limit: int, valid_day
     """Store a new token for ``submitter`` and return its secret (shown once; only its hash is kept).
 
     Raises:
-        BoardError: 422, ``valid_days`` is not positive (the token would be dead when made).
+        BoardError: 422, ``valid_days`` is not a number of days from over 0 to ``MAX_VALID_DAYS`` (a token dead
+            when made, or one past any date the database keeps: leave it out for a token that never expires).
     """
-    if valid_days is not None and not valid_days > 0:
-        raise BoardError(f"a token's validity must be a positive number of days, not {valid_days:g}", status=422)
+    if valid_days is not None and not 0 < valid_days <= MAX_VALID_DAYS:
+        raise BoardError(
+            f"a token's validity must be over 0 and at most {MAX_VALID_DAYS} days, not {valid_days:g} "
+            "(leave --valid-days out for a token that never expires)",
+            status=422,
+        )
     secret = PREFIX + secrets.token_urlsafe(32)
     now = utcnow()
     session.add(

@@ -26,19 +26,17 @@ from sqlalchemy import update
 
 from runner import log
 from runner.board.context import RUNS_DIR, BoardContext
-from runner.board.db import CLOSED, Submission, utcnow
+from runner.board.db import Submission, utcnow
 from runner.board.lease import Hold, claim
 from runner.board.official import run_submission
 from runner.board.publish import publish
 from runner.board.quarantine import remove_image
 from runner.board.smoke import smoke_test
+from runner.board.states import CLOSED, WORKING, SubmissionState
 from runner.errors import IspmError
 
-WORKING = ("received", "verified", "queued", "running", "auditing")
-"""States a worker moves a submission out of."""
 
-
-def _advance(hold: Hold, sub: Submission, state: str, **values: Any) -> bool:
+def _advance(hold: Hold, sub: Submission, state: SubmissionState, **values: Any) -> bool:
     """Move ``sub`` from the state it was loaded in to ``state``; False when someone moved it meanwhile (cancelled)
     or the hold was lost."""
     with hold.ctx.sessions() as session, session.begin():
@@ -61,7 +59,7 @@ def fail(hold: Hold, reason: str) -> None:
         session.execute(
             update(Submission)
             .where(Submission.id == hold.id, Submission.state.not_in(CLOSED), Submission.worker == hold.holder)
-            .values(state="failed", reason=reason[:4000], updated_at=utcnow())
+            .values(state=SubmissionState.FAILED, reason=reason[:4000], updated_at=utcnow())
         )
 
 
@@ -85,7 +83,7 @@ def work_one(ctx: BoardContext, worker_id: str) -> bool:
             raise
         finally:
             ended = _load(ctx, submission_id)
-            if _mine(hold, ended) and ended.state == "cancelled" and ended.image_tag:
+            if _mine(hold, ended) and ended.state is SubmissionState.CANCELLED and ended.image_tag:
                 remove_image(ended.image_tag)  # its run has stopped: nothing uses the image any more
     return True
 
@@ -95,21 +93,24 @@ def _mine(hold: Hold, sub: Submission) -> bool:
 
 
 def _smoke(hold: Hold, sub: Submission) -> None:
+    if not sub.image_tag:  # the board stopped while its upload loaded (a kill -9): the image never arrived
+        fail(hold, "the board stopped while this submission's image was loading: submit it again")
+        return
     reason = smoke_test(hold.ctx.config, sub)
     if reason is not None:
         fail(hold, reason)
         remove_image(sub.image_tag)
     else:
-        _advance(hold, sub, "verified")
+        _advance(hold, sub, SubmissionState.VERIFIED)
 
 
 def _queue(hold: Hold, sub: Submission) -> None:
-    _advance(hold, sub, "queued")
+    _advance(hold, sub, SubmissionState.QUEUED)
 
 
 def _start(hold: Hold, sub: Submission) -> None:
     folder = hold.ctx.config.data_dir / RUNS_DIR / f"submission-{sub.id}"
-    _advance(hold, sub, "running", run_dir=str(folder))
+    _advance(hold, sub, SubmissionState.RUNNING, run_dir=str(folder))
 
 
 def _run(hold: Hold, sub: Submission) -> None:
@@ -122,19 +123,19 @@ def _run(hold: Hold, sub: Submission) -> None:
         why = record.stop_reason or result.interrupted_because or record.status
         fail(hold, f"the run did not complete: {why}")
         return
-    _advance(hold, sub, "auditing", run_id=record.run_id)
+    _advance(hold, sub, SubmissionState.AUDITING, run_id=record.run_id)
 
 
 def _publish(hold: Hold, sub: Submission) -> None:
     publish(hold.ctx, sub, holder=hold.holder)
 
 
-STEPS: dict[str, Callable[[Hold, Submission], None]] = {
-    "received": _smoke,
-    "verified": _queue,
-    "queued": _start,
-    "running": _run,
-    "auditing": _publish,
+STEPS: dict[SubmissionState, Callable[[Hold, Submission], None]] = {
+    SubmissionState.RECEIVED: _smoke,
+    SubmissionState.VERIFIED: _queue,
+    SubmissionState.QUEUED: _start,
+    SubmissionState.RUNNING: _run,
+    SubmissionState.AUDITING: _publish,
 }
 """What a worker does with a submission in each open state; each step moves it to the next state or fails it."""
 

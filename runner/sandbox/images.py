@@ -380,8 +380,9 @@ def _ensure_one(
 
 
 @contextmanager
-def _build_lock() -> Iterator[None]:
-    # Two `make images` (or a test run and a user) must not build the same tag at once.
+def build_lock() -> Iterator[None]:
+    """Held while images are built (two ``make images``, or a test run and a user, must not build the same tag at
+    once) and while a board loads an upload, so that a load's effects on the engine are told from a build's."""
     path = record_path().with_suffix(".lock")
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(path):
@@ -405,7 +406,7 @@ def ensure_images(client: Any | None = None, sources: list[Path] | None = None) 
     upstream = upstream_base()
     engine = client if client is not None else _docker()
     refs: dict[str, ImageRef] = {}
-    with _build_lock():
+    with build_lock():
         digests = _digests(files, upstream)
         for spec in SPECS:
             refs[spec.name] = _ensure_one(engine, spec, digests[spec.name], files, refs, upstream)

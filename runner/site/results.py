@@ -9,11 +9,13 @@ from runner.site.model import PublishedRun, TaskGrades, TaskResultCell
 
 
 def published_run(record: RunRecord, *, label: str, has_report: bool) -> PublishedRun:
-    """``record`` as the site keeps it: each task's consensus, and the record without samples or per-task results."""
+    """``record`` as the site and the board keep it: each task's consensus, and the record without what only its own
+    report shows (samples, per-task results, breakdowns). The board's cache (``runner.board.published``) keeps this
+    too: one rule for every page."""
     scores = record.scores
     results = scores.tasks if scores else []
     tasks = {r.task_id: TaskGrades(grades=dict(r.grades), strict_success=r.strict_success) for r in results}
-    slim_scores = scores.model_copy(update={"tasks": []}) if scores else None
+    slim_scores = scores.model_copy(update={"tasks": [], "breakdowns": {}}) if scores else None
     slim = record.model_copy(update={"samples": [], "scores": slim_scores})
     return PublishedRun(record=slim, tasks=tasks, label=label, has_report=has_report)
 
