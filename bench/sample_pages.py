@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/sample_pages.py [--turns 40 100 200] [--samples 635] [--repeat 3]
 
-Every ``ispm run`` writes one page per sample (runner/record/sample_page.py) when it writes its report. The bench
+Every ``ispm run`` writes one page per sample (runner/trace/sample_page.py) when it writes its report. The bench
 builds bench/transcripts.py's Claude Code-shaped session (an ~18 KB system prompt, ~50 KB of tools, each turn a
 reply with a tool call and 5 to 60 rows of SQL output) through the real capture and store, reads it back as a reader
 does, and times, best of ``--repeat``:
@@ -24,25 +24,23 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from transcripts import assembled, conversation
+from transcripts import _call, assembled, conversation
 
-from runner.gateway.capture import CallCapture, host_secrets, redactor, to_event
+from runner.call import ModelCall
+from runner.gateway.providers import host_secrets
 from runner.record.report import environment
-from runner.record.sample_page import render_sample_page
-from runner.trace.model import ModelCallEvent, SampleKey, Transcript
-from runner.trace.storage import TranscriptBuilder, read_stored, resolve
+from runner.trace.sample_page import render_sample_page
 from runner.trace.timeline import build_timeline
+from runner.transcript.capture import keep
+from runner.transcript.model import SampleKey, Transcript
+from runner.transcript.storage import TranscriptBuilder, read_stored, resolve
 
 KEY = SampleKey(task_id="ispm-001", epoch=1)
 
 
-def _capture(seq: int, body: dict[str, Any], events: list[tuple[str, dict[str, Any]]]) -> CallCapture:
-    return CallCapture(
-        sample_id=KEY.label(), seq=seq, caller="candidate", api="messages", provider_api="messages",
-        requested_model=body["model"], stream=True, started_wall=1767225600.0 + 10 * seq, latency_s=2.5, status=200,
-        outcome="ok", headers=[], token="token-of-the-sample", request=body, request_size=len(json.dumps(body)),
-        assembler=assembled(events),
-    )  # fmt: skip
+def _capture(seq: int, body: dict[str, Any], events: list[tuple[str, dict[str, Any]]]) -> ModelCall:
+    started = datetime.fromtimestamp(1767225600.0 + 10 * seq, UTC)
+    return _call(seq, body, assembled(events)).model_copy(update={"started_at": started})
 
 
 def transcript(turns: int) -> Transcript:
@@ -50,8 +48,7 @@ def transcript(turns: int) -> Transcript:
     builder = TranscriptBuilder("candidate", limit_bytes=1 << 40)
     secrets = host_secrets([])
     for seq, (body, stream) in enumerate(conversation(turns)):
-        call = _capture(seq, body, stream)
-        builder.add(to_event(call, secrets), redactor(call, secrets))
+        keep(builder, _capture(seq, body, stream), secrets)
     events = resolve(read_stored(builder.encode("run", KEY), "bench"), "bench")
     return Transcript(run_id="run", sample=KEY, events=events)
 
@@ -85,7 +82,7 @@ def main() -> None:
             return render_sample_page(env, timeline, "a task")
 
         def dump(t: Transcript = t) -> str:
-            return json.dumps([e.model_dump(mode="json") for e in t.events if isinstance(e, ModelCallEvent)])
+            return json.dumps([e.model_dump(mode="json") for e in t.events if isinstance(e, ModelCall)])
 
         page_s, html = best(args.repeat, page)
         json_s, _ = best(args.repeat, dump)

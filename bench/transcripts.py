@@ -2,11 +2,12 @@
 
     .venv/bin/python bench/transcripts.py [--turns 50 100 200] [--sample-turns 40] [--samples 635]
 
-An agent resends its whole history every turn, so n turns send O(n²) bytes. The store (runner/trace/storage.py)
+An agent resends its whole history every turn, so n turns send O(n²) bytes. The store (runner/transcript/storage.py)
 keeps each message once and each history as a prefix of the previous call's, so it should grow linearly. The bench
 builds a synthetic Claude Code-shaped conversation (an ~18 KB system prompt, ~50 KB of tool definitions, each turn
 40 to 120 words of text and a tool call, then a tool result of 5 to 60 SQL rows), puts every turn's request and streamed
-reply through the real capture path (``runner.gateway.capture.to_event`` then the builder), and prints:
+reply through the real capture path (the Messages reader on the relay, then ``runner.transcript.capture.keep``:
+redaction and the builder), and prints:
 
 - bytes stored at each ``--turns``, against the baseline run alongside: every request and reply kept whole in one
   gzip stream (what a log of the wire would hold), with the ratio and the growth from one size to the next;
@@ -26,10 +27,12 @@ import random
 import time
 from typing import Any
 
-from runner.gateway.capture import CallCapture, host_secrets, redactor, to_event
-from runner.trace.assemble import StreamAssembler
-from runner.trace.model import SampleKey
-from runner.trace.storage import DEFAULT_LIMIT_BYTES, TranscriptBuilder
+from runner.call import Body, ModelCall
+from runner.gateway.protocols import Reader, reader_for
+from runner.gateway.providers import host_secrets
+from runner.transcript.capture import keep
+from runner.transcript.model import SampleKey
+from runner.transcript.storage import DEFAULT_LIMIT_BYTES, TranscriptBuilder
 
 KEY = SampleKey(task_id="ispm-001", epoch=1)
 SYLLABLES = ("ka", "to", "ri", "mfa", "ad", "min", "ok", "ta", "ro", "le", "pol", "icy", "us", "er", "gro", "up")
@@ -141,32 +144,30 @@ def conversation(turns: int, seed: int = 7) -> list[tuple[dict[str, Any], list[t
     return out
 
 
-def assembled(events: list[tuple[str, dict[str, Any]]]) -> StreamAssembler:
-    """A stream's events fed to the assembler as the gateway's relay feeds them, one parsed event at a time."""
-    assembler = StreamAssembler("messages")
+def assembled(events: list[tuple[str, dict[str, Any]]]) -> Reader:
+    """A stream's events read as the gateway's relay reads them, one parsed event at a time."""
+    reader = reader_for("messages")
     for name, data in events:
-        assembler.feed(name, data)
-    return assembler
+        reader.feed(name, data)
+    return reader
 
 
-def _call(seq: int, body: dict[str, Any], assembler: StreamAssembler | None) -> CallCapture:
-    return CallCapture(
-        sample_id="s",
+def _call(seq: int, body: dict[str, Any], reader: Reader) -> ModelCall:
+    """One of the session's calls as the gateway hands it on: the request as sent, the reply its reader read."""
+    return ModelCall(
         seq=seq,
-        caller="candidate",
         api="messages",
         provider_api="messages",
         requested_model=body["model"],
         stream=True,
-        started_wall=1767225600.0 + seq,
         latency_s=2.5,
         status=200,
         outcome="ok",
-        headers=[(b"x-api-key", b"token-of-the-sample"), (b"user-agent", b"claude-cli/2.1.332")],
-        token="token-of-the-sample",
-        request=body,
-        request_size=len(json.dumps(body)),
-        assembler=assembler,
+        usage=reader.usage,
+        returned_model=reader.returned_model,
+        request_headers={"x-api-key": "token-of-the-sample", "user-agent": "claude-cli/2.1.332"},
+        request=Body(encoding="json", content=body, size=len(json.dumps(body))),
+        response=reader.reply(complete=reader.finished),
     )
 
 
@@ -179,11 +180,11 @@ def stored_bytes(turns: int) -> tuple[int, int, float, int]:
     events = 0
     for seq, (body, stream) in enumerate(conversation(turns)):
         started = time.process_time()
-        assembler = assembled(stream)  # on the relay, as each event passes
+        reader = assembled(stream)  # on the relay, as each event passes
         cpu += time.process_time() - started
-        call = _call(seq, body, assembler)  # not timed: its request size is the bench's json.dumps
+        call = _call(seq, body, reader)  # not timed: its request size is the bench's json.dumps
         started = time.process_time()
-        builder.add(to_event(call, secrets), redactor(call, secrets))
+        keep(builder, call, secrets)
         cpu += time.process_time() - started
         events += len(stream)
         baseline.write(json.dumps(body).encode() + b"\n")
@@ -228,10 +229,12 @@ def judges_bytes() -> int:
             ],
             "usage": {"prompt_tokens": 6000, "completion_tokens": 400},
         }
-        call = _call(seq, request, None)
-        call.caller, call.api, call.provider_api, call.stream = slot, "chat", "chat", False  # type: ignore[assignment]
-        call.reply_body = reply
-        builder.add(to_event(call, secrets), redactor(call, secrets))
+        reader = reader_for("chat")
+        reader.read_body(reply)
+        call = _call(seq, request, reader).model_copy(
+            update={"caller": slot, "api": "chat", "provider_api": "chat", "stream": False, "request_headers": {}}
+        )
+        keep(builder, call, secrets)
     return len(builder.encode("run", KEY))
 
 

@@ -38,7 +38,7 @@ from runner.grading.slots import is_reference
 from runner.paths import tasks_dir, world_dir
 from runner.record.build import build_record, write_record
 from runner.record.model import RECORD_NAME, RunRecord
-from runner.record.report import REPORT_NAME, write_report
+from runner.record.report import REPORT_NAME
 from runner.run.calibration import calibration_spec
 from runner.run.digests import current_digests
 from runner.run.dry_run import JudgeDryRun, dry_run_judges, load_calibration_set
@@ -64,6 +64,7 @@ from runner.sandbox.images import engine_image_id, ensure_images
 from runner.sandbox.trial import make_backend, resolve_image
 from runner.tasks.load import load_tasks
 from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
+from runner.trace.sample_page import write_report_and_pages
 from runner.world import SNAPSHOT_NAME
 
 LOG_NAME = "log.jsonl"
@@ -472,7 +473,7 @@ def _finish(folder: Path, outcome: Outcome, *, write: bool = True) -> RunResult:
             report_path=folder / REPORT_NAME, interrupted_because=because,
         )  # fmt: skip
     path = write_record(folder, record)
-    report = write_report(folder, record, tasks=tasks)
+    report = write_report_and_pages(folder, record, tasks=tasks)
     return RunResult(
         run_dir=folder, outcome=outcome, record_path=path, record=record, report_path=report,
         interrupted_because=because,

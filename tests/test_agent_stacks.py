@@ -90,7 +90,8 @@ def run_with_gateway(backend: DockerBackend, gateway: Gateway, spec: SampleSpec)
 def assert_usage_is_what_the_provider_reported(usage: SampleUsage, fake: FakeProvider) -> None:
     reported = total_usage(fake.reported)
     assert usage.requests == len(fake.seen) == len(fake.reported)
-    assert (usage.input_tokens, usage.output_tokens, usage.cached_tokens, usage.reasoning_tokens) == (
+    tokens = usage.tokens
+    assert (tokens.input_tokens, tokens.output_tokens, tokens.cached_tokens, tokens.reasoning_tokens) == (
         reported.input_tokens,
         reported.output_tokens,
         reported.cached_tokens,

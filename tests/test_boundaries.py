@@ -1,16 +1,20 @@
 """Stage boundaries, as the README's layout table draws them: only ``runner/sandbox/`` knows Docker, only
-``runner/gateway/`` speaks HTTP, and the models that cross a stage boundary load neither.
+``runner/gateway/`` speaks HTTP, the models that cross a stage boundary load neither, and no two packages import each
+other.
 
 Each stage is imported in a fresh interpreter (every module of it), and the test looks at which packages that
 pulled in. A second test reads every module's imports, function-level ones included, so a lazy import cannot hide a
 leak either. A third reads the same imports (function-level and ``TYPE_CHECKING`` ones alike) as a graph of the
-project's modules and finds every circle in it.
+project's modules and finds every circle in it; a fourth folds that graph into one of the packages of ``runner/``
+(each subpackage, and each top-level module on its own) and finds every circle there: a package may not import
+another that imports it back, directly or around a loop.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,12 +35,14 @@ STAGES: dict[str, frozenset[str]] = {
     "runner.grading": DOCKER,  # the model judges reach their providers through runner.gateway
     "runner.record": DOCKER,
     "runner.trace": DOCKER | HTTP,
+    "runner.transcript": DOCKER | HTTP,
     "runner.gateway": DOCKER,
     "runner.sandbox": HTTP - {"requests", "urllib3"},  # the Docker SDK's own transport
 }
 """Each stage, all of its modules imported, and the packages it must not pull in."""
 
 MODELS = (
+    "runner.call",
     "runner.contract",
     "runner.tasks.model",
     "runner.gateway.model",
@@ -44,7 +50,7 @@ MODELS = (
     "runner.run.model",
     "runner.run.spec",
     "runner.run.journal",
-    "runner.trace.model",
+    "runner.transcript.model",
     "runner.record.model",
 )
 """The models that cross a stage boundary: importing them loads neither Docker nor an HTTP client."""
@@ -133,9 +139,9 @@ def test_a_run_and_its_record_meet_only_in_the_pipeline() -> None:
     assert {"runner.run", "runner.record"} <= runner_imports(RUNNER / "pipeline.py")
 
 
-def module_name(path: Path) -> str:
-    """The dotted name of the runner module at ``path`` (a package is its ``__init__``)."""
-    parts = path.relative_to(RUNNER.parent).with_suffix("").parts
+def module_name(path: Path, root: Path = RUNNER) -> str:
+    """The dotted name of the runner module at ``path`` (a package is its ``__init__``), ``root`` being ``runner/``."""
+    parts = path.relative_to(root.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -153,11 +159,26 @@ def project_imports(path: Path, modules: frozenset[str]) -> set[str]:
     return found & modules
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Every runner module and the runner modules it imports (itself left out)."""
-    paths = {module_name(path): path for path in sorted(RUNNER.rglob("*.py"))}
+def import_graph(root: Path = RUNNER) -> dict[str, set[str]]:
+    """Every runner module and the runner modules it imports (itself left out); ``root`` is ``runner/``."""
+    paths = {module_name(path, root): path for path in sorted(root.rglob("*.py"))}
     modules = frozenset(paths)
     return {name: project_imports(path, modules) - {name} for name, path in paths.items()}
+
+
+def package_of(module: str) -> str:
+    """The package of ``runner/`` a module belongs to: ``runner.gateway.protocols.chat`` is in ``runner.gateway``;
+    a top-level module (``runner.contract``) is its own; ``runner`` itself is ``runner``."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph(modules: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The import graph of ``modules`` folded into packages: which packages each package imports (itself left out)."""
+    packages: dict[str, set[str]] = {}
+    for module, imported in modules.items():
+        mine = package_of(module)
+        packages.setdefault(mine, set()).update(package_of(m) for m in imported)
+    return {package: imported - {package} for package, imported in packages.items()}
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -202,3 +223,20 @@ def test_the_circle_finder_names_every_module_of_each_circle_and_nothing_else() 
 
 def test_no_runner_module_imports_itself_back_through_others() -> None:
     assert circles(import_graph()) == []
+
+
+def test_no_package_of_runner_imports_another_that_imports_it_back() -> None:
+    assert circles(package_graph(import_graph())) == []
+
+
+def test_a_cycle_planted_between_two_packages_is_found(tmp_path: Path) -> None:
+    """A copy of ``runner/`` with one lazy import planted from the transcript's write side into the trace's read side,
+    which imports it: the package check names both packages; the module check alone would not have."""
+    copy = tmp_path / "runner"
+    shutil.copytree(RUNNER, copy, ignore=shutil.ignore_patterns("__pycache__", "templates", "rubrics"))
+    planted = copy / "transcript" / "capture.py"
+    planted.write_text(planted.read_text() + "\n\ndef _planted() -> None:\n    from runner.trace import text  # noqa\n")
+    graph = import_graph(copy)
+    assert circles(graph) == []  # no module imports itself back: only the packages do
+    found = circles(package_graph(graph))
+    assert len(found) == 1 and {"runner.transcript", "runner.trace"} <= set(found[0])

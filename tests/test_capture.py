@@ -22,21 +22,15 @@ import pytest
 from fake_provider import FakeProvider, Reply, StreamError, ToolCall, Turn, Usage, point_clients_at
 from test_judge import make_item
 
-from runner.gateway.capture import MAX_UNTAKEN, CallCapture, Capture, JudgeCapture
+from runner.call import Body, ModelCall, ReasoningBlock, TextBlock, ToolCallBlock
 from runner.gateway.model import ClientSettings
+from runner.gateway.protocols.messages import MessagesReader
 from runner.gateway.providers import client_for
 from runner.gateway.server import Gateway
 from runner.grading.judge import LLMJudge
-from runner.trace.model import (
-    REDACTED,
-    CapReachedEvent,
-    ModelCallEvent,
-    ReasoningBlock,
-    SampleKey,
-    TextBlock,
-    ToolCallBlock,
-)
-from runner.trace.storage import read_stored, resolve
+from runner.transcript.capture import MAX_UNTAKEN, Capture, JudgeCapture
+from runner.transcript.model import REDACTED, CapReachedEvent, SampleKey
+from runner.transcript.storage import read_stored, resolve
 
 OPENAI_KEY = "sk-capture-openai-7e1f0c2b9a8d"
 ANTHROPIC_KEY = "sk-ant-capture-5c4b3a29180f"
@@ -66,7 +60,7 @@ def gpt(fake: FakeProvider) -> Iterator[tuple[Gateway, str]]:
         yield gateway, f"http://{host}:{port}"
 
 
-def transcript_of(gateway: Gateway, sample: str = SAMPLE) -> tuple[bytes, list[ModelCallEvent | CapReachedEvent]]:
+def transcript_of(gateway: Gateway, sample: str = SAMPLE) -> tuple[bytes, list[ModelCall | CapReachedEvent]]:
     gateway.revoke(sample)
     builder = gateway.transcript(sample)
     assert builder is not None
@@ -74,8 +68,8 @@ def transcript_of(gateway: Gateway, sample: str = SAMPLE) -> tuple[bytes, list[M
     return data, resolve(read_stored(data, "test"), "test")
 
 
-def calls_of(gateway: Gateway, sample: str = SAMPLE) -> list[ModelCallEvent]:
-    return [e for e in transcript_of(gateway, sample)[1] if isinstance(e, ModelCallEvent)]
+def calls_of(gateway: Gateway, sample: str = SAMPLE) -> list[ModelCall]:
+    return [e for e in transcript_of(gateway, sample)[1] if isinstance(e, ModelCall)]
 
 
 def test_an_anthropic_sdk_stream_is_kept_as_the_request_sent_and_the_reply_assembled(
@@ -125,8 +119,8 @@ def test_an_anthropic_sdk_stream_is_kept_as_the_request_sent_and_the_reply_assem
         ToolCallBlock(id="toolu_1", name="run_sql", arguments='{"sql": "SELECT 1"}', input={"sql": "SELECT 1"}),
     ]
     assert response.stop_reason == "tool_use"
-    assert response.usage is not None
-    assert (response.usage.input_tokens, response.usage.output_tokens, response.usage.cached_tokens) == (120, 30, 100)
+    assert call.usage is not None and call.returned_model is not None
+    assert (call.usage.input_tokens, call.usage.output_tokens, call.usage.cached_tokens) == (120, 30, 100)
     assert response.stream_events > 5 and call.ttft_s is not None and call.cut is None
 
 
@@ -143,7 +137,7 @@ def test_an_openai_sdk_call_translated_to_messages_keeps_the_agents_request_and_
     [call] = calls_of(gateway)
     assert (call.api, call.provider_api, call.stream) == ("chat", "messages", False)
     assert call.request.content["messages"] == [{"role": "user", "content": "How many?"}]
-    assert call.response is not None and call.response.api == "messages"
+    assert call.response is not None and call.returned_model is not None
     assert call.response.blocks == [TextBlock(text="Forty-two.")]
     assert call.response.stop_reason == "end_turn"
 
@@ -169,7 +163,7 @@ def test_keys_planted_in_headers_and_body_never_reach_the_transcript(
     plain = gzip.decompress(data).decode()
     for secret in (ANTHROPIC_KEY, OPENAI_KEY, token):
         assert secret not in plain
-    [call] = [e for e in events if isinstance(e, ModelCallEvent)]
+    [call] = [e for e in events if isinstance(e, ModelCall)]
     assert call.request_headers["x-planted"] == f"{REDACTED} {REDACTED} {REDACTED}"
     assert call.request_headers["cookie"] == call.request_headers["x-api-key"] == REDACTED
     assert call.request.content["messages"][0]["content"] == f"remember {REDACTED} {REDACTED} {REDACTED}"
@@ -323,11 +317,11 @@ def test_past_the_cap_calls_keep_their_figures_and_the_sample_goes_on(fake: Fake
 
     cap = events[-1]
     assert isinstance(cap, CapReachedEvent) and cap.limit_bytes == 1500
-    calls = [e for e in events if isinstance(e, ModelCallEvent)]
+    calls = [e for e in events if isinstance(e, ModelCall)]
     assert len(calls) == 6 and all(c.outcome == "ok" for c in calls)
     omitted = [c for c in calls if c.content_omitted]
     assert cap.calls_omitted == len(omitted) >= 1 and cap.bytes_omitted > 0
-    assert all(c.response is not None and c.response.usage is not None for c in omitted)
+    assert all(c.response is not None and c.response.blocks == [] and c.usage is not None for c in omitted)
 
 
 def test_a_reasoning_stream_keeps_its_thinking(claude: tuple[Gateway, str], fake: FakeProvider) -> None:
@@ -367,7 +361,8 @@ def test_a_reasoning_stream_keeps_its_thinking(claude: tuple[Gateway, str], fake
     [call] = calls_of(gateway)
     assert call.response is not None
     assert call.response.blocks == [ReasoningBlock(text="Check MFA.", signature="sig"), TextBlock(text="Done.")]
-    assert (call.response.id, call.response.model, call.response.stop_reason) == ("msg_1", "claude-x", "end_turn")
+    assert (call.response.id, call.returned_model, call.response.stop_reason) == ("msg_1", "claude-x", "end_turn")
+    assert call.usage is not None and (call.usage.input_tokens, call.usage.output_tokens) == (0, 9)
 
 
 def test_a_capture_whose_transcripts_are_never_taken_keeps_only_the_latest() -> None:
@@ -387,12 +382,11 @@ def test_flush_waits_until_every_call_is_in_and_the_writers_cpu_is_counted() -> 
         capture.open(SAMPLE)
         history = [{"role": "user", "content": f"message {n}"} for n in range(100_000)]  # tenths of a second to store
         before = capture.writer_cpu_s()
+        request = Body(encoding="json", content={"model": "m", "messages": history}, size=0)
         capture.submit(
-            CallCapture(
-                sample_id=SAMPLE, seq=0, caller="candidate", api="messages", provider_api="messages",
-                requested_model="m", stream=False, started_wall=time.time(), latency_s=0.1, status=200,
-                outcome="ok", headers=[], token=None, request={"model": "m", "messages": history},
-            )
+            SAMPLE,
+            ModelCall(api="messages", provider_api="messages", requested_model="m", stream=False, latency_s=0.1,
+                      status=200, outcome="ok", request=request),
         )  # fmt: skip
 
         assert not capture.flush(timeout=0.001)
@@ -416,7 +410,7 @@ def test_a_judges_failed_call_is_kept_under_its_slot_with_the_status_and_no_key(
     assert builder is not None
     data = builder.encode("run-1", SampleKey(task_id="ispm-042", epoch=2))
     assert OPENAI_KEY not in gzip.decompress(data).decode()
-    [call] = [e for e in resolve(read_stored(data, "test"), "test") if isinstance(e, ModelCallEvent)]
+    [call] = [e for e in resolve(read_stored(data, "test"), "test") if isinstance(e, ModelCall)]
     assert (call.caller, call.judge, call.api, call.provider_api) == ("judge_b", "openai/judge-x", "chat", "chat")
     assert (call.outcome, call.status, call.response) == ("provider_error", 503, None)
     assert "503" in (call.error or "") and REDACTED in (call.error or "")
@@ -481,7 +475,7 @@ def test_a_stream_cut_mid_event_keeps_the_whole_events_before_the_cut(
     assert (call.response.id, call.response.complete) == ("msg_cut", False)
 
 
-def test_a_stream_the_assembler_cannot_read_is_relayed_whole_and_kept_as_its_figures(
+def test_an_event_of_an_odd_shape_is_relayed_and_read_as_far_as_it_makes_sense(
     claude: tuple[Gateway, str], fake: FakeProvider
 ) -> None:
     gateway, url = claude
@@ -497,22 +491,44 @@ def test_a_stream_the_assembler_cannot_read_is_relayed_whole_and_kept_as_its_fig
 
     assert "still here" in relayed and "event: message_stop" in relayed  # the agent got all of it
     [call] = calls_of(gateway)
-    assert (call.status, call.outcome, call.response) == (200, "ok", None)
-    assert call.request.encoding == "omitted"
-    assert call.request.note == "not recorded: the stream could not be assembled: TypeError at event 3"
+    assert (call.status, call.outcome, call.request.encoding) == (200, "ok", "json")
+    assert call.response is not None and call.response.blocks == [TextBlock(text="still here")]
+
+
+def test_a_stream_the_gateway_cannot_read_is_cut_saying_so_and_booked_as_cut(
+    claude: tuple[Gateway, str], fake: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gateway, url = claude
+    read = MessagesReader.feed
+
+    def broken(self: MessagesReader, event: str, data: dict[str, object]) -> bool:
+        if self.events == 2:
+            raise KeyError("a bug")
+        return read(self, event, data)
+
+    monkeypatch.setattr(MessagesReader, "feed", broken)
+    end: dict[str, object] = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}}
+    fake.push(Reply(body=_framed(_message_start("m"), TEXT_START, _text_delta("a"), end), headers=SSE))
+    relayed = _stream_one(gateway, url)
+
+    assert "event: error" in relayed and "the gateway could not read the provider's stream: KeyError" in relayed
+    [call] = calls_of(gateway)
+    assert (call.outcome, call.cut is not None and call.cut.by) == ("stream_cut", "provider")
+    assert gateway.usage(SAMPLE).errors[0].kind == "stream"
 
 
 def test_a_stream_past_the_events_read_for_its_transcript_is_relayed_whole_and_kept_as_far_as_read(
     claude: tuple[Gateway, str], fake: FakeProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     gateway, url = claude
-    monkeypatch.setattr("runner.gateway.app.MAX_CAPTURED_EVENTS", 4)  # message_start, block start, two deltas
+    monkeypatch.setattr("runner.gateway.protocols.reply.MAX_EVENTS", 4)  # message_start, block start, two deltas
     fake.push(Turn(text="one two three four five six"))
     relayed = _stream_one(gateway, url)
 
     assert "six" in relayed and "event: message_stop" in relayed  # the agent got all of it
     [call] = calls_of(gateway)
-    assert call.outcome == "ok" and call.response is not None
+    assert call.outcome == "ok" and call.response is not None  # its end was read, past the bound
+    assert call.usage is not None and call.usage.output_tokens > 0
     assert not call.response.complete and call.response.stream_events > 4
     [block] = call.response.blocks
     assert isinstance(block, TextBlock) and "six" not in block.text and block.text.startswith("one")
@@ -535,7 +551,7 @@ def test_an_image_resent_every_turn_is_kept_as_sent_and_stored_once(gpt: tuple[G
         history += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": f"and now {turn}?"}]
     data, events = transcript_of(gateway)
 
-    calls = [e for e in events if isinstance(e, ModelCallEvent)]
+    calls = [e for e in events if isinstance(e, ModelCall)]
     assert [c.request.content["messages"][0]["content"][1] for c in calls] == [image] * 3
     assert len(data) < 2 * len(gzip.compress(json.dumps(image).encode()))  # once, not three times
 
@@ -557,7 +573,7 @@ def test_an_openai_sdk_responses_stream_is_assembled(gpt: tuple[Gateway, str], f
         TextBlock(text="Two admins."),
         ToolCallBlock(id="call_1", name="run_sql", arguments='{"sql": "SELECT 1"}', input={"sql": "SELECT 1"}),
     ]
-    assert call.response.usage is not None and call.response.usage.output_tokens == 7
+    assert call.usage is not None and call.usage.output_tokens == 7
 
 
 def test_an_openai_sdk_chat_stream_with_tool_calls_is_assembled(gpt: tuple[Gateway, str], fake: FakeProvider) -> None:
@@ -576,4 +592,4 @@ def test_an_openai_sdk_chat_stream_with_tool_calls_is_assembled(gpt: tuple[Gatew
         TextBlock(text="Looking."),
         ToolCallBlock(id="call_2", name="run_sql", arguments='{"sql": "SELECT 2"}', input={"sql": "SELECT 2"}),
     ]
-    assert call.response.usage is not None  # asked of the provider by the gateway, though the agent did not
+    assert call.usage is not None  # asked of the provider by the gateway, though the agent did not

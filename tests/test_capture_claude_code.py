@@ -17,6 +17,7 @@ from claude_code_script import claude_code_turns, claude_responder, tool_names
 from docker_fixtures import docker_backend
 from fake_provider import FakeProvider, Usage, point_clients_at
 
+from runner.call import ModelCall, TextBlock, ToolCallBlock
 from runner.gateway.model import ClientSettings
 from runner.gateway.server import Gateway
 from runner.paths import tasks_dir
@@ -25,8 +26,8 @@ from runner.sandbox.docker import DockerBackend
 from runner.sandbox.images import ImageRef
 from runner.tasks.load import load_tasks
 from runner.tasks.view import agent_files
-from runner.trace.model import ModelCallEvent, SampleKey, TextBlock, ToolCallBlock
-from runner.trace.storage import read_stored, resolve
+from runner.transcript.model import SampleKey
+from runner.transcript.storage import read_stored, resolve
 
 __all__ = ["docker_backend"]  # a fixture, imported for pytest
 RUN = f"test-capture-cc-{uuid.uuid4().hex[:8]}"
@@ -73,7 +74,7 @@ def test_a_claude_code_sample_leaves_the_prompt_it_sent_and_each_streamed_reply_
     assert builder is not None
     data = builder.encode(RUN, SampleKey(task_id=TASK_ID, epoch=1))
     assert KEY not in gzip.decompress(data).decode()
-    calls = [e for e in resolve(read_stored(data, "test"), "test") if isinstance(e, ModelCallEvent)]
+    calls = [e for e in resolve(read_stored(data, "test"), "test") if isinstance(e, ModelCall)]
     loop = [c for c in calls if "Bash" in tool_names(c.request.content)]
     assert len(loop) == 3 and len(calls) == len(fake.seen)
 

@@ -46,8 +46,8 @@ from runner.sandbox.transfer import engine_image_ids
 from runner.sandbox.trial import resolve_image
 from runner.tasks.load import load_tasks
 from runner.tasks.view import agent_files
-from runner.trace.model import SampleKey
 from runner.trace.reader import load_transcript
+from runner.transcript.model import SampleKey
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -103,15 +103,15 @@ def test_a_sample_counts_its_own_requests(accounting: Accounting) -> None:
 
 
 def test_a_sample_counts_the_input_tokens_exactly(accounting: Accounting) -> None:
-    assert accounting.usage.input_tokens == 1234 + 2048 + 7 + 11
+    assert accounting.usage.tokens.input_tokens == 1234 + 2048 + 7 + 11
 
 
 def test_a_sample_counts_the_output_tokens_exactly(accounting: Accounting) -> None:
-    assert accounting.usage.output_tokens == 56 + 512 + 1 + 7
+    assert accounting.usage.tokens.output_tokens == 56 + 512 + 1 + 7
 
 
 def test_a_sample_counts_the_cached_tokens_exactly(accounting: Accounting) -> None:
-    assert accounting.usage.cached_tokens == 1007
+    assert accounting.usage.tokens.cached_tokens == 1007
 
 
 def test_a_sample_lists_every_model_that_served_it_once(accounting: Accounting) -> None:
@@ -419,7 +419,7 @@ def test_the_request_after_the_token_cap_is_overshot_is_refused(token_cap: tuple
 
 
 def test_the_tokens_of_the_overshooting_request_are_counted(token_cap: tuple[list[int], SampleUsage]) -> None:
-    assert token_cap[1].input_tokens + token_cap[1].output_tokens == 36
+    assert token_cap[1].tokens.input_tokens + token_cap[1].tokens.output_tokens == 36
 
 
 # --- bad requests ------------------------------------------------------------------------------------------
@@ -532,7 +532,7 @@ def test_every_request_through_faults_is_counted(faults: Faults) -> None:
 
 
 def test_only_the_answered_requests_tokens_are_counted(faults: Faults) -> None:
-    assert faults.usage.input_tokens == 3 * 11
+    assert faults.usage.tokens.input_tokens == 3 * 11
 
 
 @pytest.fixture(scope="module")
@@ -689,7 +689,8 @@ def test_a_tool_message_reaches_anthropic_as_a_tool_result_in_a_user_turn(round_
 
 def test_a_translated_sample_counts_requests_and_tokens_exactly(round_trip: RoundTrip) -> None:
     usage = round_trip.usage
-    assert (usage.requests, usage.input_tokens, usage.output_tokens, usage.cached_tokens) == (2, 350, 30, 50)
+    tokens = usage.tokens
+    assert (usage.requests, tokens.input_tokens, tokens.output_tokens, tokens.cached_tokens) == (2, 350, 30, 50)
 
 
 def test_a_translated_sample_lists_the_model_that_served_it(round_trip: RoundTrip) -> None:
@@ -731,12 +732,12 @@ def late_revoke() -> LateRevoke:
 
 
 def test_a_revoke_at_once_shows_the_request_in_flight_and_not_yet_counted(late_revoke: LateRevoke) -> None:
-    assert (late_revoke.early.in_flight, late_revoke.early.input_tokens) == (1, 0)
+    assert (late_revoke.early.in_flight, late_revoke.early.tokens.input_tokens) == (1, 0)
 
 
 def test_a_second_revoke_waits_for_the_straggler_and_counts_it(late_revoke: LateRevoke) -> None:
     final = late_revoke.final
-    assert (final.in_flight, final.requests, final.input_tokens, final.output_tokens) == (0, 1, 500, 50)
+    assert (final.in_flight, final.requests, final.tokens.input_tokens, final.tokens.output_tokens) == (0, 1, 500, 50)
 
 
 def test_a_request_forwarded_before_the_revoke_is_still_answered(late_revoke: LateRevoke) -> None:

@@ -208,20 +208,20 @@ def test_both_steps_count_as_requests(investigation: Investigation) -> None:
 
 
 def test_the_input_tokens_counted_are_those_the_provider_reported(investigation: Investigation) -> None:
-    assert (investigation.usage.input_tokens, investigation.sent.input_tokens) == (2500, 2500)
+    assert (investigation.usage.tokens.input_tokens, investigation.sent.input_tokens) == (2500, 2500)
 
 
 def test_the_output_tokens_counted_are_those_the_provider_reported(investigation: Investigation) -> None:
-    assert (investigation.usage.output_tokens, investigation.sent.output_tokens) == (65, 65)
+    assert (investigation.usage.tokens.output_tokens, investigation.sent.output_tokens) == (65, 65)
 
 
 def test_the_cached_tokens_counted_are_those_the_provider_reported(investigation: Investigation) -> None:
-    assert (investigation.usage.cached_tokens, investigation.sent.cached_tokens) == (1000, 1000)
+    assert (investigation.usage.tokens.cached_tokens, investigation.sent.cached_tokens) == (1000, 1000)
 
 
 def test_the_reasoning_tokens_counted_are_those_the_provider_reported(investigation: Investigation) -> None:
     # OpenAI states reasoning_tokens, Anthropic thinking_tokens
-    assert (investigation.usage.reasoning_tokens, investigation.sent.reasoning_tokens) == (12, 12)
+    assert (investigation.usage.tokens.reasoning_tokens, investigation.sent.reasoning_tokens) == (12, 12)
 
 
 def test_each_call_records_the_model_the_agent_asked_for(investigation: Investigation) -> None:
@@ -331,7 +331,7 @@ def test_a_chat_stream_without_include_usage_gives_the_whole_text(unasked_usage:
 
 
 def test_a_chat_stream_without_include_usage_is_still_counted(unasked_usage: Scene) -> None:
-    assert (unasked_usage.usage.input_tokens, unasked_usage.usage.output_tokens) == (50, 5)
+    assert (unasked_usage.usage.tokens.input_tokens, unasked_usage.usage.tokens.output_tokens) == (50, 5)
 
 
 @pytest.mark.parametrize("unasked_usage", ["openai"], indirect=True)
@@ -378,7 +378,8 @@ def test_a_stream_cut_by_the_provider_is_a_stream_error_of_a_200_reply(cut_strea
 
 @pytest.mark.parametrize("cut_stream", ["anthropic"], indirect=True)
 def test_a_cut_anthropic_stream_counts_the_input_its_message_start_said(cut_stream: Scene) -> None:
-    assert (cut_stream.usage.input_tokens, cut_stream.usage.calls[0].input_tokens) == (700, 700)
+    assert cut_stream.usage.tokens.input_tokens == 700
+    assert cut_stream.usage.calls[0].usage is not None and cut_stream.usage.calls[0].usage.input_tokens == 700
 
 
 # Anthropic's `event: error`, mid-stream, to a chat agent.

@@ -1,4 +1,4 @@
-"""API translation and usage reading: table-driven cases from tests/fixtures/protocols/<call>/<case>.json.
+"""API translation and reading replies: table-driven cases from tests/fixtures/protocols/<call>/<case>.json.
 
 Each fixture holds ``args`` for one call and either its ``expected`` JSON output or the exact ``raises`` message of
 the ``TranslationError``. Every translated output is also validated against the official SDKs' wire types, and the
@@ -26,26 +26,26 @@ from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.lib.streaming.responses._responses import ResponseStreamState
 from openai.types.chat import completion_create_params
 
+from runner.call import Usage
 from runner.errors import GatewayError
 from runner.gateway.protocols import (
     Api,
     ChatStreamToMessages,
     ChatStreamToResponses,
     MessagesStreamToChat,
+    Reader,
     StreamEvent,
     StreamTranslator,
-    StreamWatch,
-    TokenUsage,
     TranslationError,
     chat_to_messages_request,
     chat_to_messages_response,
     chat_to_responses_response,
     messages_to_chat_request,
     messages_to_chat_response,
-    model_of,
+    reader_for,
     responses_to_chat_request,
-    usage_of,
 )
+from runner.gateway.protocols.chat import ChatReader
 
 FIXTURES = Path(__file__).parent / "fixtures" / "protocols"
 
@@ -73,23 +73,37 @@ def run(call: str, args: dict[str, Any]) -> Any:
         return _listed(chat_stream_to_messages(args["chunks"], args["model"]))
     if call == "chat_stream_to_responses":
         return _listed(chat_stream_to_responses(args["chunks"], args["request"], args["model"]))
-    if call == "stream_watch":
-        watch = StreamWatch(args["api"], usage_expected=args.get("usage_expected", True))
+    if call == "read_stream":
+        api = args["api"]
+        reader = ChatReader(usage_expected=args.get("usage_expected", True)) if api == "chat" else reader_for(api)
         for event, data in args["events"]:
-            watch.feed(event, data)
+            reader.feed(event, data)
         return {
-            "usage": watch.usage.model_dump(),
-            "returned_model": watch.returned_model,
-            "finished": watch.finished,
-            "error": watch.error,
+            "usage": reader.usage.model_dump() if reader.usage is not None else None,
+            "returned_model": reader.returned_model,
+            "finished": reader.finished,
+            "error": reader.error,
+            "reply": reader.reply(complete=reader.finished).model_dump(mode="json"),
         }
-    if call == "usage_of":
-        return {"usage": usage_of(args["api"], args["body"]).model_dump(), "model": model_of(args["body"])}
+    if call == "read_body":
+        reader = read_body(args["api"], args["body"])
+        return {
+            "usage": reader.usage.model_dump() if reader.usage is not None else None,
+            "model": reader.returned_model,
+            "reply": reader.reply(complete=True).model_dump(mode="json"),
+        }
     if call == "roundtrip_request":
         return chat_to_messages_request(messages_to_chat_request(args["req"], "pivot-model"), args["model"])
     if call == "roundtrip_response":
         return chat_to_messages_response(messages_to_chat_response(args["msg"]))
     raise AssertionError(f"no runner for fixture folder {call!r}")
+
+
+def read_body(api: Api, body: dict[str, Any]) -> Reader:
+    """A reader of ``api`` that read ``body``."""
+    reader = reader_for(api)
+    reader.read_body(body)
+    return reader
 
 
 def translated(translator: StreamTranslator, events: list[list[Any]] | list[StreamEvent]) -> list[StreamEvent]:
@@ -176,8 +190,8 @@ def test_the_fixtures_cover_every_call() -> None:
         "messages_stream_to_chat",
         "chat_stream_to_messages",
         "chat_stream_to_responses",
-        "stream_watch",
-        "usage_of",
+        "read_stream",
+        "read_body",
         "roundtrip_request",
         "roundtrip_response",
     }
@@ -263,7 +277,7 @@ def _chat_chunks(result: Any) -> None:
         _no_unknown_fields(openai.types.chat.ChatCompletionChunk.model_validate(chunk))
 
 
-#: Each call's output, checked against the SDK wire type it claims to be (usage readings have none).
+#: Each call's output, checked against the SDK wire type it claims to be (what a reader read has none).
 VALIDATE: dict[str, Callable[[Any], object]] = {
     "chat_to_messages_request": lambda result: _drain(MESSAGES_REQUEST.validate_python(result)),
     "roundtrip_request": lambda result: _drain(MESSAGES_REQUEST.validate_python(result)),
@@ -284,8 +298,8 @@ VALIDATE: dict[str, Callable[[Any], object]] = {
 SDK_TYPED_CASES = [p for p in OUTPUT_CASES if p.values[0].parent.name in VALIDATE]  # type: ignore[union-attr]
 
 
-def test_only_usage_readings_have_no_sdk_type() -> None:
-    assert {p.parent.name for p in _fixtures()} - VALIDATE.keys() == {"stream_watch", "usage_of"}
+def test_only_readings_have_no_sdk_type() -> None:
+    assert {p.parent.name for p in _fixtures()} - VALIDATE.keys() == {"read_stream", "read_body"}
 
 
 @pytest.mark.parametrize("path", SDK_TYPED_CASES)
@@ -413,14 +427,14 @@ def _unparsed(value: Any) -> Any:
 # --- usage, across translations ---------------------------------------------------------------------------
 
 
-def _watched(api: Api, events: list[StreamEvent]) -> StreamWatch:
-    watch = StreamWatch(api)
+def _watched(api: Api, events: list[StreamEvent]) -> Reader:
+    reader = reader_for(api)
     for name, data in events:
-        watch.feed(name, data)
-    return watch
+        reader.feed(name, data)
+    return reader
 
 
-def _three_sides(args: dict[str, Any]) -> list[StreamWatch]:
+def _three_sides(args: dict[str, Any]) -> list[Reader]:
     """A chat stream fixture watched as chat, and as its Messages and Responses translations."""
     return [
         _watched("chat", unnamed(args["chunks"])),
@@ -431,16 +445,16 @@ def _three_sides(args: dict[str, Any]) -> list[StreamWatch]:
 
 @pytest.mark.parametrize("args", _stream_cases("chat_stream_to_messages"))
 def test_every_chat_stream_fixture_reports_usage(args: dict[str, Any]) -> None:
-    assert _watched("chat", unnamed(args["chunks"])).usage != TokenUsage()
+    assert _watched("chat", unnamed(args["chunks"])).usage not in (None, Usage())
 
 
 @pytest.mark.parametrize("args", _stream_cases("chat_stream_to_messages"))
-def test_stream_watch_sees_the_end_on_both_sides_of_a_translation(args: dict[str, Any]) -> None:
+def test_the_reader_sees_the_end_on_both_sides_of_a_translation(args: dict[str, Any]) -> None:
     assert [side.finished for side in _three_sides(args)] == [True, True, True]
 
 
 @pytest.mark.parametrize("args", _stream_cases("chat_stream_to_messages"))
-def test_stream_watch_reads_the_same_usage_on_both_sides_of_a_translation(args: dict[str, Any]) -> None:
+def test_the_reader_reads_the_same_usage_on_both_sides_of_a_translation(args: dict[str, Any]) -> None:
     chat, messages, responses = _three_sides(args)
     assert (messages.usage, responses.usage) == (chat.usage, chat.usage)
 
@@ -572,4 +586,4 @@ def test_messages_replies_translate_on_to_valid_responses(args: dict[str, Any]) 
 
 @pytest.mark.parametrize("args", _output_args("messages_to_chat_response"))
 def test_a_messages_reply_keeps_its_usage_through_chat_to_responses(args: dict[str, Any]) -> None:
-    assert usage_of("responses", _messages_to_responses(args["msg"])) == usage_of("messages", args["msg"])
+    assert read_body("responses", _messages_to_responses(args["msg"])).usage == read_body("messages", args["msg"]).usage

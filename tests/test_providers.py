@@ -183,19 +183,24 @@ def openai_call() -> OpenAICall:
 
 def test_openai_usage_is_normalized(openai_call: OpenAICall) -> None:
     result = openai_call.result
-    assert (result.input_tokens, result.output_tokens, result.cached_tokens) == (120, 30, 64)
+    assert result.call.usage is not None
+    assert (result.call.usage.input_tokens, result.call.usage.output_tokens, result.call.usage.cached_tokens) == (
+        120,
+        30,
+        64,
+    )
 
 
 def test_openai_result_names_the_model_that_served_it(openai_call: OpenAICall) -> None:
-    assert openai_call.result.returned_model == OPENAI_MODEL
+    assert openai_call.result.call.returned_model == OPENAI_MODEL
 
 
 def test_a_first_time_success_takes_one_attempt(openai_call: OpenAICall) -> None:
-    assert openai_call.result.attempts == 1
+    assert openai_call.result.call.attempts == 1
 
 
 def test_a_call_measures_its_latency(openai_call: OpenAICall) -> None:
-    assert openai_call.result.latency_s > 0
+    assert openai_call.result.call.latency_s > 0
 
 
 def test_a_chat_results_completion_is_its_body(openai_call: OpenAICall) -> None:
@@ -232,7 +237,7 @@ def after_429(env: FakeProvider) -> tuple[ProviderResult, Sleeps]:
 
 
 def test_a_429_is_retried_once_to_success(env: FakeProvider) -> None:
-    assert (after_429(env)[0].attempts, len(env.seen)) == (2, 2)
+    assert (after_429(env)[0].call.attempts, len(env.seen)) == (2, 2)
 
 
 def test_429_honours_retry_after(env: FakeProvider) -> None:
@@ -254,7 +259,7 @@ def after_500(env: FakeProvider) -> tuple[ProviderResult, Sleeps]:
 
 
 def test_a_500_is_retried_to_success(env: FakeProvider) -> None:
-    assert after_500(env)[0].attempts == 2
+    assert after_500(env)[0].call.attempts == 2
 
 
 def test_a_500_waits_once_before_its_retry(env: FakeProvider) -> None:
@@ -317,7 +322,7 @@ def test_a_hung_connection_is_retried(env: FakeProvider) -> None:
 
 def test_dropped_connection_is_retried(env: FakeProvider) -> None:
     env.push(Reply(drop=True), Reply(body=completion_body()))
-    assert OpenAIClient(FAST, sleep=Sleeps()).chat("m", chat()).attempts == 2
+    assert OpenAIClient(FAST, sleep=Sleeps()).chat("m", chat()).call.attempts == 2
 
 
 def test_unreachable_endpoint_is_a_connection_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -338,7 +343,7 @@ def test_malformed_json_is_retried_a_bounded_number_of_times(env: FakeProvider) 
 
 def test_malformed_json_and_a_non_object_are_retried_to_success(env: FakeProvider) -> None:
     env.push(Reply(malformed=True), Reply(body="[1, 2]"), Reply(body=completion_body()))
-    assert OpenAIClient(FAST, sleep=Sleeps()).chat("m", chat()).attempts == 3
+    assert OpenAIClient(FAST, sleep=Sleeps()).chat("m", chat()).call.attempts == 3
 
 
 # --- redaction ---------------------------------------------------------------------------------------------
@@ -453,7 +458,12 @@ def test_a_tool_use_becomes_a_tool_call_with_its_id_and_arguments(anthropic_roun
 
 def test_anthropic_usage_counts_cache_reads_as_input(anthropic_round_trip: AnthropicRoundTrip) -> None:
     first = anthropic_round_trip.first
-    assert (first.input_tokens, first.output_tokens, first.cached_tokens) == (65, 9, 25)
+    assert first.call.usage is not None
+    assert (first.call.usage.input_tokens, first.call.usage.output_tokens, first.call.usage.cached_tokens) == (
+        65,
+        9,
+        25,
+    )
 
 
 def test_the_translated_completion_reports_the_same_prompt_tokens(anthropic_round_trip: AnthropicRoundTrip) -> None:
@@ -462,7 +472,7 @@ def test_the_translated_completion_reports_the_same_prompt_tokens(anthropic_roun
 
 
 def test_anthropic_result_names_the_model_that_served_it(anthropic_round_trip: AnthropicRoundTrip) -> None:
-    assert anthropic_round_trip.first.returned_model == ANTHROPIC_MODEL
+    assert anthropic_round_trip.first.call.returned_model == ANTHROPIC_MODEL
 
 
 def test_the_history_reaches_anthropic_as_its_turns(anthropic_round_trip: AnthropicRoundTrip) -> None:

@@ -38,7 +38,7 @@ FIRST_REPLIES = pytest.mark.parametrize(
 @FIRST_REPLIES
 def test_keep_alive_answers_each_call_at_once(env: FakeProvider, first: Reply) -> None:
     results, _ = kept_alive(env, first)
-    assert [(r.input_tokens, r.attempts) for r in results] == [(3, 1), (5, 1), (11, 1)]
+    assert [(r.call.usage and r.call.usage.input_tokens, r.call.attempts) for r in results] == [(3, 1), (5, 1), (11, 1)]
 
 
 @FIRST_REPLIES
@@ -67,13 +67,14 @@ ENDINGS = pytest.mark.parametrize("ending", ["close", "hangup"])
 
 @ENDINGS
 def test_a_reply_that_closes_its_connection_is_read_whole(env: FakeProvider, ending: str) -> None:
-    assert after_a_closed_connection(env, ending)[0].input_tokens == 3
+    [first] = after_a_closed_connection(env, ending)[:1]
+    assert first.call.usage is not None and first.call.usage.input_tokens == 3
 
 
 @ENDINGS
 def test_a_closed_connection_is_replaced_without_a_retry(env: FakeProvider, ending: str) -> None:
     _, second, sleeps = after_a_closed_connection(env, ending)
-    assert (second.input_tokens, second.attempts, sleeps) == (5, 1, [])
+    assert (second.call.usage and second.call.usage.input_tokens, second.call.attempts, sleeps) == (5, 1, [])
 
 
 @ENDINGS
@@ -116,7 +117,7 @@ def test_a_pool_timeout_says_so(pool_limit: PoolLimit) -> None:
 
 
 def test_a_pool_slot_comes_back_after_its_call(pool_limit: PoolLimit) -> None:
-    assert pool_limit.after.attempts == 1
+    assert pool_limit.after.call.attempts == 1
 
 
 def injected_key(monkeypatch: pytest.MonkeyPatch) -> BadEndpoint:
@@ -158,7 +159,7 @@ def given_transport(env: FakeProvider) -> tuple[OpenAIClient, Sleeps]:
 def test_a_given_transport_is_retried_as_the_default_is(env: FakeProvider) -> None:
     client, sleeps = given_transport(env)
     result = client.chat("m", chat())
-    assert (result.input_tokens, result.attempts, sleeps) == (4, 2, [0.3])
+    assert (result.call.usage and result.call.usage.input_tokens, result.call.attempts, sleeps) == (4, 2, [0.3])
 
 
 def test_a_given_transport_does_not_retry_a_404(env: FakeProvider) -> None:
@@ -178,7 +179,7 @@ def test_a_proxy_in_the_environment_is_used(env: FakeProvider, monkeypatch: pyte
 def test_no_proxy_in_the_environment_is_honoured(env: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    assert OpenAIClient(FAST).chat("m", chat()).attempts == 1
+    assert OpenAIClient(FAST).chat("m", chat()).call.attempts == 1
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,7 @@ def test_a_tls_failure_hides_the_key(tls: Tls) -> None:
 
 
 def test_a_certificate_named_by_ssl_cert_file_is_trusted(tls: Tls) -> None:
-    assert tls.trusted.input_tokens == 11
+    assert tls.trusted.call.usage is not None and tls.trusted.call.usage.input_tokens == 11
 
 
 def test_a_trusted_certificate_for_another_host_name_is_refused(tls: Tls) -> None:

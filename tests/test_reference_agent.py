@@ -26,6 +26,7 @@ import pytest
 from docker_fixtures import docker_backend
 from fake_provider import OPENAI_MODEL, FakeProvider, Reply, openai_completion
 
+from runner.call import Usage
 from runner.contract import Answer, SampleOutput
 from runner.gateway.model import ClientSettings
 from runner.gateway.server import Gateway, SampleUsage
@@ -180,14 +181,12 @@ def test_the_reference_agent_completes_a_scripted_investigation(
     assert usage == SampleUsage(
         sample_id=spec.sample_id,
         requests=3,
-        input_tokens=606,
-        output_tokens=66,
-        cached_tokens=50,
+        tokens=Usage(input_tokens=606, output_tokens=66, cached_tokens=50),
         latency_s=usage.latency_s,
         model_ids=[OPENAI_MODEL],
         calls=usage.calls,
     )
-    assert [(c.api, c.provider_api, c.stream, c.outcome, c.input_tokens) for c in usage.calls] == [
+    assert [(c.api, c.provider_api, c.stream, c.outcome, c.usage and c.usage.input_tokens) for c in usage.calls] == [
         ("chat", "chat", False, "ok", tokens) for tokens in (101, 202, 303)
     ]
     assert len(fake.seen) == 3
@@ -271,7 +270,7 @@ def test_a_failing_provider_ends_in_a_recorded_failure_answer(
     assert [e.get("event") for e in out.trace][-2:] == ["gateway_failure", "end"]
     # The gateway retried the provider (2 attempts) and said not to retry again; the agent obeyed.
     assert len(fake.seen) == 2
-    assert usage.requests == 1 and usage.input_tokens == 0
+    assert usage.requests == 1 and usage.tokens.input_tokens == 0
     assert [(e.kind, e.status, e.attempts) for e in usage.errors] == [("http_status", 500, 2)]
 
 

@@ -205,7 +205,7 @@ def test_the_gateway_path_reaches_the_gateway_with_the_right_token(
             "text": "ok",
             "bad": 401,
         }
-        assert usage.requests == 1 and usage.input_tokens == 11 and usage.model_ids == [OPENAI_MODEL]
+        assert usage.requests == 1 and usage.tokens.input_tokens == 11 and usage.model_ids == [OPENAI_MODEL]
         # The provider saw the host's key, and only the one authorised request.
         assert len(fake.seen) == 1 and fake.seen[0].headers["authorization"] == f"Bearer {host_key}"
         assert token.get_secret_value() not in json.dumps(out.model_dump(mode="json"))

@@ -28,10 +28,10 @@ from site_fixtures import (
 
 from runner.paths import tasks_dir
 from runner.record.build import load_record
-from runner.record.sample_page import SAMPLES_DIR
 from runner.site.build import build_site, published_from_folders
 from runner.site.sources import load_sources
 from runner.tasks.load import load_tasks
+from runner.trace.sample_page import SAMPLES_DIR
 
 __all__ = ["chromium", "mixed"]  # fixtures, imported for pytest
 pytestmark = pytest.mark.browser

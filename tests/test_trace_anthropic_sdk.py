@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from fake_provider import FakeProvider, ToolCall, Turn, Usage, point_clients_at
 
+from runner.call import TextBlock, ToolCallBlock
 from runner.gateway.model import ClientSettings
 from runner.gateway.server import Gateway
 from runner.paths import tasks_dir
@@ -26,7 +27,6 @@ from runner.sandbox.backend import SampleHandle, SampleSpec
 from runner.sandbox.local import LocalBackend
 from runner.tasks.load import load_tasks
 from runner.trace.conversation import Message
-from runner.trace.model import TextBlock, ToolCallBlock
 from runner.trace.timeline import AnswerStep, CallStep, QueryStep, SampleTimeline, read_timeline
 
 TASK_ID = "ispm-001"
@@ -118,8 +118,9 @@ def test_the_trace_shows_the_prompt_the_streamed_reply_and_then_the_sql(timeline
     prompt = next(t.prompt for t in load_tasks(tasks_dir()) if t.id == TASK_ID)
     assert [(m.role, _text(m)) for m in first.sent] == [("user", prompt)]
     # The streamed replies, assembled.
-    assert first.stream and first.complete and _text(first.reply) == PLAN
-    assert first.usage is not None and (first.usage.input_tokens, first.usage.output_tokens) == (300, 20)
+    assert first.call.stream and first.complete and _text(first.reply) == PLAN
+    usage = first.call.usage
+    assert usage is not None and (usage.input_tokens, usage.output_tokens) == (300, 20)
     assert [(m.role, _text(m)) for m in second.sent] == [("user", "Go on.")]  # the history once, not again
     assert second.reply is not None
     (call,) = [p for p in second.reply.parts if isinstance(p, ToolCallBlock)]

@@ -30,13 +30,13 @@ from runner.gateway.server import Gateway
 from runner.paths import tasks_dir
 from runner.pipeline import start_run
 from runner.record.report import REPORT_NAME
-from runner.record.sample_page import SAMPLES_DIR
 from runner.run.calibration import CALIBRATION_JUDGES
 from runner.run.spec import RunSpec
 from runner.sandbox.docker import DockerBackend
 from runner.sandbox.images import ImageRef
 from runner.tasks.load import load_tasks
 from runner.trace.export import write_atif, write_inspect
+from runner.trace.sample_page import SAMPLES_DIR
 from runner.trace.timeline import AnswerStep, CallStep, QueryStep, SampleTimeline, VoteStep, read_timeline
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -10,9 +10,16 @@ import pytest
 from report_runs import mixed
 from trace_runs import AGENT_SAYS, KEY, REPLY, task_set, write_run
 
-from runner.record.report import REPORT_NAME, write_report
-from runner.record.sample_page import MAX_SHOWN_CHARS, SAMPLES_DIR, page_name, sample_page_path, shown
-from runner.trace.model import SampleKey
+from runner.record.report import REPORT_NAME
+from runner.trace.sample_page import (
+    MAX_SHOWN_CHARS,
+    SAMPLES_DIR,
+    page_name,
+    sample_page_path,
+    shown,
+    write_report_and_pages,
+)
+from runner.transcript.model import SampleKey
 
 __all__ = ["mixed"]  # a fixture, imported for pytest
 
@@ -37,7 +44,7 @@ def _tags(html: str) -> list[tuple[str, dict[str, str | None]]]:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = write_run(tmp_path_factory.mktemp("pages") / "run")
-    write_report(folder, tasks=task_set())
+    write_report_and_pages(folder, tasks=task_set())
     return folder
 
 
@@ -79,7 +86,7 @@ def test_the_page_has_the_conversation_the_sql_log_and_the_votes_in_order(run: P
 def test_the_summary_page_does_not_grow_with_the_conversations(tmp_path: Path) -> None:
     short = write_run(tmp_path / "short")
     long = write_run(tmp_path / "long", result="row\n" * 50_000)
-    sizes = [write_report(r, tasks=task_set()).stat().st_size for r in (short, long)]
+    sizes = [write_report_and_pages(r, tasks=task_set()).stat().st_size for r in (short, long)]
     assert sizes[0] == sizes[1]
     assert (long / SAMPLES_DIR / f"{KEY.label()}.html").stat().st_size > 100_000
 
@@ -94,7 +101,7 @@ def test_long_content_is_folded_and_past_the_bound_cut() -> None:
 
 def test_a_long_tool_result_is_folded_on_the_page(tmp_path: Path) -> None:
     run = write_run(tmp_path / "run", result="row\n" * (MAX_SHOWN_CHARS // 2))
-    write_report(run, tasks=task_set())
+    write_report_and_pages(run, tasks=task_set())
     page = _page(run)
     assert '<details class="fold mono">' in page
     assert "more characters not shown (ispm trace --json has them)" in page

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from trace_runs import BAD_SQL, KEY, SQL, at, calls, write_run
 
+from runner.call import CallApi, OtherBlock, ReasoningBlock, TextBlock, ToolCallBlock
 from runner.trace.conversation import Message, ToolResultBlock, new_messages, read_request
-from runner.trace.model import CallApi, OtherBlock, ReasoningBlock, TextBlock, ToolCallBlock
 from runner.trace.reader import load_transcript
 from runner.trace.sql_text import MAX_FORMAT_CHARS, SqlLayout, format_sql, sql_of_call
 from runner.trace.text import cut, inert

@@ -21,13 +21,14 @@ from breaker_runs import JudgeState
 from fake_provider import FakeProvider
 from transcript_runs import CANDIDATE_KEY, JUDGE_KEY, SQL, SYSTEM, agent_responder, prompt_of, sdk_spec
 
+from runner.call import TextBlock, ToolCallBlock
 from runner.pipeline import resume_run, start_run
 from runner.record.audit import audit
 from runner.record.bundle import bundle
 from runner.run.journal import JOURNAL_NAME, SampleFinished, SampleGraded, read_entries
-from runner.trace.model import SampleKey, TextBlock, ToolCallBlock
 from runner.trace.reader import list_transcripts, load_transcript, read_part
-from runner.trace.storage import TRANSCRIPTS_DIR
+from runner.transcript.model import SampleKey
+from runner.transcript.storage import TRANSCRIPTS_DIR
 
 TASKS = ["ispm-001", "ispm-004"]
 TESTS = Path(__file__).resolve().parent

@@ -9,15 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from runner.trace.model import AssembledResponse, Body, CapReachedEvent, ModelCallEvent, SampleKey, TextBlock
-from runner.trace.storage import StoredCall, StoredList, TranscriptBuilder, TranscriptError, read_stored, resolve
+from runner.call import Body, ModelCall, Reply, TextBlock
+from runner.transcript.model import TRANSCRIPT_VERSION, CapReachedEvent, SampleKey
+from runner.transcript.storage import StoredCall, StoredList, TranscriptBuilder, TranscriptError, read_stored, resolve
 
 KEY = SampleKey(task_id="ispm-001", epoch=1)
 
 
-def _turn(seq: int, history: list[dict[str, object]]) -> ModelCallEvent:
+def _turn(seq: int, history: list[dict[str, object]]) -> ModelCall:
     body = {"model": "m", "system": "you are an analyst " * 50, "messages": list(history), "stream": True}
-    return ModelCallEvent(
+    return ModelCall(
         seq=seq,
         caller="candidate",
         api="messages",
@@ -27,13 +28,13 @@ def _turn(seq: int, history: list[dict[str, object]]) -> ModelCallEvent:
         started_at=datetime(2026, 1, 1, tzinfo=UTC),
         latency_s=0.1,
         request=Body(encoding="json", content=body, size=len(json.dumps(body))),
-        response=AssembledResponse(api="messages", blocks=[TextBlock(text=f"reply {seq} " * 40)]),
+        response=Reply(blocks=[TextBlock(text=f"reply {seq} " * 40)]),
         status=200,
         outcome="ok",
     )
 
 
-def _conversation(turns: int, limit: int = 1 << 30) -> tuple[TranscriptBuilder, list[ModelCallEvent]]:
+def _conversation(turns: int, limit: int = 1 << 30) -> tuple[TranscriptBuilder, list[ModelCall]]:
     builder = TranscriptBuilder("candidate", limit_bytes=limit)
     history: list[dict[str, object]] = []
     events = []
@@ -63,7 +64,7 @@ def test_past_the_cap_calls_keep_their_figures_and_the_rest_is_counted() -> None
     resolved = resolve(read_stored(builder.encode("run-1", KEY), "here"), "here")
     cap = resolved[-1]
     assert isinstance(cap, CapReachedEvent)
-    calls = [e for e in resolved if isinstance(e, ModelCallEvent)]
+    calls = [e for e in resolved if isinstance(e, ModelCall)]
     assert len(calls) == 30
     omitted = [c for c in calls if c.content_omitted]
     assert cap.calls_omitted == len(omitted) > 0 and cap.bytes_omitted > 0
@@ -88,7 +89,7 @@ def test_a_reference_to_a_missing_blob_is_named() -> None:
 
 
 def test_a_file_that_inflates_past_the_limit_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("runner.trace.storage.MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr("runner.transcript.storage.MAX_FILE_BYTES", 1000)
     with pytest.raises(TranscriptError, match="inflates past the 1000-byte limit"):
         read_stored(gzip.compress(b" " * 5000), "here")
 
@@ -96,8 +97,8 @@ def test_a_file_that_inflates_past_the_limit_is_refused(monkeypatch: pytest.Monk
 def test_a_file_of_a_newer_format_version_is_refused() -> None:
     builder, _ = _conversation(1)
     raw = json.loads(gzip.decompress(builder.encode("run-1", KEY)))
-    raw["version"] = 2
-    with pytest.raises(TranscriptError, match="format version 2, newer than this ispm reads"):
+    raw["version"] = TRANSCRIPT_VERSION + 1
+    with pytest.raises(TranscriptError, match=f"format version {TRANSCRIPT_VERSION + 1}, newer than this ispm reads"):
         read_stored(gzip.compress(json.dumps(raw).encode()), "here")
 
 

@@ -14,8 +14,9 @@ import functools
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from runner.call import Body, ModelCall, Reply, TextBlock, ToolCallBlock, Usage
 from runner.contract import Answer, QueryLogEntry, SampleOutput, SampleTimings
-from runner.gateway.model import ModelCall, SampleUsage
+from runner.gateway.model import SampleUsage
 from runner.grading.model import JudgeVote
 from runner.paths import tasks_dir
 from runner.record.build import build_record, write_record
@@ -24,16 +25,8 @@ from runner.run.journal import JOURNAL_NAME, Journal, RunFinished, RunStarted, S
 from runner.run.spec import Digests, RunSpec
 from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
-from runner.trace.model import (
-    AssembledResponse,
-    Body,
-    ModelCallEvent,
-    ResponseUsage,
-    SampleKey,
-    TextBlock,
-    ToolCallBlock,
-)
-from runner.trace.storage import TranscriptBuilder
+from runner.transcript.model import SampleKey
+from runner.transcript.storage import TranscriptBuilder
 
 RUN_ID = "20261201T090000Z-trace"
 TASK_ID = "ispm-001"
@@ -71,7 +64,7 @@ def iso(seconds: float) -> str:
     return at(seconds).isoformat()
 
 
-def calls(result: str = RESULT) -> list[ModelCallEvent]:
+def calls(result: str = RESULT) -> list[ModelCall]:
     """The agent's two calls, as the gateway would capture them; ``result`` is what the tool returned."""
     first_request = {
         "model": "claude-x",
@@ -80,15 +73,12 @@ def calls(result: str = RESULT) -> list[ModelCallEvent]:
         "tools": [{"name": "run_sql", "input_schema": {"type": "object"}}],
         "messages": [{"role": "user", "content": PROMPT}],
     }
-    first_reply = AssembledResponse(
-        api="messages",
-        model="claude-x-2026",
+    first_reply = Reply(
         blocks=[
             TextBlock(text=REPLY),
             ToolCallBlock(id="toolu_1", name="run_sql", arguments=f'{{"sql": "{SQL}"}}', input={"sql": SQL}),
         ],
         stop_reason="tool_use",
-        usage=ResponseUsage(input_tokens=120, output_tokens=30, cached_tokens=100),
         stream_events=9,
     )
     second_request = {
@@ -101,22 +91,23 @@ def calls(result: str = RESULT) -> list[ModelCallEvent]:
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": result}]},
         ],
     }  # fmt: skip
-    second_reply = AssembledResponse(
-        api="messages",
-        model="claude-x-2026",
-        blocks=[TextBlock(text="Done.")],
-        stop_reason="end_turn",
-        usage=ResponseUsage(input_tokens=200, output_tokens=5),
-        stream_events=5,
-    )
-    common = {"caller": "candidate", "api": "messages", "provider_api": "messages", "requested_model": "claude-x"}
+    second_reply = Reply(blocks=[TextBlock(text="Done.")], stop_reason="end_turn", stream_events=5)
+    common = {
+        "caller": "candidate",
+        "api": "messages",
+        "provider_api": "messages",
+        "requested_model": "claude-x",
+        "returned_model": "claude-x-2026",
+    }
     return [
-        ModelCallEvent(
+        ModelCall(
             seq=0, started_at=at(1), latency_s=0.5, ttft_s=0.1, stream=True, status=200, outcome="ok",
+            usage=Usage(input_tokens=120, output_tokens=30, cached_tokens=100),
             request=Body(encoding="json", content=first_request, size=300), response=first_reply, **common,
         ),
-        ModelCallEvent(
+        ModelCall(
             seq=1, started_at=at(3), latency_s=0.25, ttft_s=0.05, stream=True, status=200, outcome="ok",
+            usage=Usage(input_tokens=200, output_tokens=5),
             request=Body(encoding="json", content=second_request, size=600), response=second_reply, **common,
         ),
     ]  # fmt: skip
@@ -125,7 +116,7 @@ def calls(result: str = RESULT) -> list[ModelCallEvent]:
 JUDGE_REPLY = '{"grades": {"answer_correctness": {"grade": "incorrect", "rationale": "misses the leavers"}}}'
 
 
-def judge_call() -> ModelCallEvent:
+def judge_call() -> ModelCall:
     """Judge A's one call, as the judges' capture keeps it (chat completions, not streamed)."""
     request = {
         "model": "judge-x",
@@ -134,12 +125,11 @@ def judge_call() -> ModelCallEvent:
             {"role": "user", "content": "The answer: Nobody left."},
         ],
     }
-    return ModelCallEvent(
+    return ModelCall(
         seq=0, caller="judge_a", judge="openai/judge-x", api="chat", provider_api="chat", requested_model="judge-x",
-        stream=False, started_at=at(5.5), latency_s=0.3, status=200, outcome="ok",
-        request=Body(encoding="json", content=request, size=200),
-        response=AssembledResponse(api="chat", model="judge-x-1", blocks=[TextBlock(text=JUDGE_REPLY)],
-                                   stop_reason="stop", usage=ResponseUsage(input_tokens=50, output_tokens=9)),
+        stream=False, started_at=at(5.5), latency_s=0.3, status=200, outcome="ok", returned_model="judge-x-1",
+        usage=Usage(input_tokens=50, output_tokens=9), request=Body(encoding="json", content=request, size=200),
+        response=Reply(blocks=[TextBlock(text=JUDGE_REPLY)], stop_reason="stop"),
     )  # fmt: skip
 
 
@@ -196,12 +186,15 @@ def write_run(run_dir: Path, *, with_transcript: bool = True, result: str = RESU
         judged = judges.write(run_dir, RUN_ID, KEY)
     figures = [
         ModelCall(api="messages", provider_api="messages", requested_model="claude-x", stream=True, outcome="ok",
-                  status=200, input_tokens=i, output_tokens=o, cached_tokens=c, returned_model="claude-x-2026",
-                  latency_s=s)
+                  status=200, usage=Usage(input_tokens=i, output_tokens=o, cached_tokens=c),
+                  returned_model="claude-x-2026", latency_s=s)
         for i, o, c, s in ((120, 30, 100, 0.5), (200, 5, 0, 0.25))
     ]  # fmt: skip
     usage = SampleUsage(
-        sample_id=KEY.label(), requests=2, input_tokens=320, output_tokens=35, cached_tokens=100, calls=figures
+        sample_id=KEY.label(),
+        requests=2,
+        tokens=Usage(input_tokens=320, output_tokens=35, cached_tokens=100),
+        calls=figures,
     )
     entries = [
         RunStarted(ts=iso(0), run_id=RUN_ID, spec=spec, digests=digests(), runner_version="0.1.0",

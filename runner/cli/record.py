@@ -52,9 +52,9 @@ def report_command(run_dir: Path, out: Path | None) -> None:
     Example: ispm report runs/<run-id> --out /tmp/report.html
     """
     # Loaded when the command runs, not at ispm's start-up (runner.cli).
-    from runner.record.report import write_report
+    from runner.trace.sample_page import write_report_and_pages
 
-    path = write_report(run_dir, out=out)
+    path = write_report_and_pages(run_dir, out=out)
     log.get(__name__).info("run.reported", run_dir=str(run_dir), report=str(path))
     click.echo(str(path))
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from runner.contract import SampleOutput
 from runner.errors import IspmError
 from runner.gateway.model import SampleUsage
-from runner.trace.storage import EncodedPart
+from runner.transcript.storage import EncodedPart
 
 
 class ClusterError(IspmError):

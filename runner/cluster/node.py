@@ -29,8 +29,8 @@ from runner.run.digests import current_digests
 from runner.sandbox.backend import GATEWAY_SOCKET_NAME, SweepReport
 from runner.sandbox.docker import connect, sweep
 from runner.sandbox.transfer import engine_image_ids, load_chunks
-from runner.trace.model import SampleKey
-from runner.trace.storage import EncodedPart, TranscriptError
+from runner.transcript.model import SampleKey
+from runner.transcript.storage import EncodedPart, TranscriptError
 
 _log = log.get(__name__)
 

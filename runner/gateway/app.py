@@ -20,6 +20,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import anyio
@@ -33,15 +34,16 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from runner import log
+from runner.call import Body, CallApi, CallOutcome, ModelCall, StreamCut
 from runner.gateway import policy
 from runner.gateway.bridges import Bridge, StreamTranslator, bridge_for, native_api
-from runner.gateway.capture import CallCapture, Capture
 from runner.gateway.ledger import CapRefusal, Ledger
-from runner.gateway.model import Api, CallOutcome, ModelCall, ProviderErrorRecord, ProviderSpec, SampleUsage
-from runner.gateway.protocols import TranslationError, tokens
+from runner.gateway.model import Api, ProviderErrorRecord, ProviderSpec, SampleUsage
+from runner.gateway.protocols import TranslationError, reader_for
+from runner.gateway.protocols.reply import count_of
 from runner.gateway.providers import BODY_SNIPPET, ProviderError
 from runner.gateway.upstream import Upstream
-from runner.trace.assemble import StreamAssembler
+from runner.transcript.capture import Capture
 
 _log = log.get(__name__)
 
@@ -59,9 +61,6 @@ _ANTHROPIC_ERROR_TYPES = {
     413: "request_too_large",
     429: "rate_limit_error",
 }
-MAX_CAPTURED_EVENTS = 500_000
-"""Provider events of one stream fed to its transcript's assembler; more are counted, not read (a stream without
-end: the assembler's own bound on text keeps its memory in check before that)."""
 _ROUTES = "POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, GET /v1/models"
 
 
@@ -87,13 +86,19 @@ class Upstreams:
 
 @dataclass(slots=True)
 class _Arrival:
-    """An authenticated request: whose, its number among the sample's calls, and when it came."""
+    """An authenticated request: whose, its number among the sample's calls, when it came, and what came with it."""
 
     sample_id: str
-    seq: int | None
-    """Its number in the sample's transcript; ``None`` when nothing is captured."""
-    wall: float
-    """When it arrived (epoch seconds)."""
+    seq: int
+    """Its number among the sample's requests, in arrival order."""
+    started: float
+    """When it arrived, on the performance counter (latencies are measured from here)."""
+    at: datetime
+    """When it arrived (UTC)."""
+    headers: dict[str, str]
+    """Its headers, as sent (the capture redacts them)."""
+    token: str | None
+    """The sample's token it came with: a secret no transcript may hold."""
     size: int = 0
     """Its body's length in bytes."""
 
@@ -171,16 +176,52 @@ def _provider_failure_reply(api: Api | str, exc: ProviderError) -> JSONResponse:
     )
 
 
-def _call(api: Api | str, body: dict[str, Any], provider_api: Any, started: float, **fields: Any) -> ModelCall:
-    requested = body.get("model")
+def _headers(request: Request) -> dict[str, str]:
+    """The request's headers as one dict, names lower-cased, repeated names joined by ``, ``."""
+    out: dict[str, str] = {}
+    for raw_name, raw_value in request.scope["headers"]:
+        name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
+
+
+def _call(arrival: _Arrival, api: CallApi, request: Body, **fields: Any) -> ModelCall:
+    """The call ``arrival`` became: who asked, what, and (``fields``) what came of it."""
+    content = request.content if request.encoding == "json" and isinstance(request.content, dict) else {}
+    requested = content.get("model")
     return ModelCall(
-        api=api,  # type: ignore[arg-type]  # one of the Literal's values, checked by the caller's route
-        provider_api=provider_api,
+        seq=arrival.seq,
+        api=api,
         requested_model=requested if isinstance(requested, str) else None,
-        stream=bool(body.get("stream")),
-        latency_s=round(time.perf_counter() - started, 6),
+        stream=bool(content.get("stream")),
+        started_at=arrival.at,
+        latency_s=round(time.perf_counter() - arrival.started, 6),
+        request_headers=arrival.headers,
+        request=request,
         **fields,
     )
+
+
+def _book(
+    upstreams: Upstreams,
+    arrival: _Arrival,
+    call: ModelCall,
+    usage: SampleUsage | None,
+    *,
+    counted: bool = True,
+    failure: ProviderErrorRecord | None = None,
+) -> None:
+    """The one place a finished call goes: the ledger books its figures on ``usage`` (when it reserved one: a request
+    refused before that is not the sample's), and the capture keeps all of it for the sample's transcript."""
+    if usage is not None:
+        upstreams.ledger.settle(usage, call, counted=counted, failure=failure)
+    if upstreams.capture is not None:
+        upstreams.capture.submit(arrival.sample_id, call, (arrival.token,) if arrival.token else ())
+
+
+def _json_body(body: Any, size: int) -> Body:
+    """A request body that parsed, as the capture keeps it."""
+    return Body(encoding="json", content=body, size=size)
 
 
 def build_app(upstreams: Upstreams) -> Starlette:
@@ -239,14 +280,15 @@ def build_app(upstreams: Upstreams) -> Starlette:
 
 
 async def _authenticated_body(
-    upstreams: Upstreams, request: Request, api: Api | str, started: float
+    upstreams: Upstreams, request: Request, api: Api | Literal["count_tokens"], started: float
 ) -> tuple[_Arrival, dict[str, Any]] | Response:
     """The sample and the JSON body, or the refusal to send (captured, once the sample is known)."""
-    sample_id = upstreams.ledger.authenticate(_token(request), request.scope.get(BOUND_KEY), request.url.path)
+    token = _token(request)
+    sample_id = upstreams.ledger.authenticate(token, request.scope.get(BOUND_KEY), request.url.path)
     if sample_id is None:
         return error_reply(api, 401, "authentication_error", "missing, unknown, revoked or foreign gateway token")
-    seq = upstreams.capture.next_seq(sample_id) if upstreams.capture is not None else None
-    arrival = _Arrival(sample_id, seq, time.time() - (time.perf_counter() - started))
+    at = datetime.now(UTC) - timedelta(seconds=time.perf_counter() - started)
+    arrival = _Arrival(sample_id, upstreams.ledger.arrive(sample_id), started, at, _headers(request), token)
     try:
         raw = await _read_body(request, upstreams.max_body_bytes, upstreams.body_read_s)
     except _BodyRefused as exc:
@@ -254,98 +296,47 @@ async def _authenticated_body(
         refusal.headers["connection"] = "close"  # the unread rest of the body cannot start another request
         declared = request.headers.get("content-length", "")
         arrival.size = int(declared) if declared.isdigit() else 0
-        _capture_refusal(upstreams, request, api, arrival, started, refusal, note=str(exc))
+        omitted = Body(encoding="omitted", size=arrival.size, note=str(exc))
+        _refused(upstreams, api, arrival, refusal, omitted, str(exc))
         return refusal
     arrival.size = len(raw)
     try:
         body = json.loads(raw)
     except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than the parser goes
-        refusal = error_reply(api, 400, "invalid_request_error", "the request body is not JSON")
-        _capture_refusal(upstreams, request, api, arrival, started, refusal, raw=raw)
+        why = "the request body is not JSON"
+        refusal = error_reply(api, 400, "invalid_request_error", why)
+        _refused(upstreams, api, arrival, refusal, Body.of_bytes(raw), why)
         return refusal
-    problem = _shape_problem("messages" if api == "count_tokens" else api, body)  # type: ignore[arg-type]
+    problem = _shape_problem("messages" if api == "count_tokens" else api, body)
     if problem is not None:
         refusal = error_reply(api, 400, "invalid_request_error", problem)
-        # JSON that is not an object goes as its bytes: the capture's thread parses it, not this loop.
-        whole = isinstance(body, dict)
-        _capture_refusal(
-            upstreams,
-            request,
-            api,
-            arrival,
-            started,
-            refusal,
-            parsed=body if whole else None,
-            raw=None if whole else raw,
-        )
+        _refused(upstreams, api, arrival, refusal, _json_body(body, arrival.size), problem)
         return refusal
     return arrival, body
 
 
-def _captured(
+def _refused(
     upstreams: Upstreams,
-    http: Request,
-    api: Api | str,
+    api: CallApi,
     arrival: _Arrival,
-    started: float,
-    status: int,
-    outcome: CallOutcome,
-    **fields: Any,
-) -> None:
-    """Hand one finished call to the capture: references only (the writer thread does the rest)."""
-    if upstreams.capture is None or arrival.seq is None:
-        return
-    parsed = fields.pop("request", None)
-    requested = parsed.get("model") if isinstance(parsed, dict) else None
-    upstreams.capture.submit(
-        CallCapture(
-            sample_id=arrival.sample_id,
-            seq=arrival.seq,
-            caller="candidate",
-            api=api,  # type: ignore[arg-type]  # one of the Literal's values, checked by the caller's route
-            provider_api=fields.pop("provider_api", None),
-            requested_model=requested if isinstance(requested, str) else None,
-            stream=bool(parsed.get("stream")) if isinstance(parsed, dict) else False,
-            started_wall=arrival.wall,
-            latency_s=time.perf_counter() - started,
-            status=status,
-            outcome=outcome,
-            headers=http.scope["headers"],
-            token=_token(http),
-            request=parsed,
-            request_size=arrival.size,
-            **fields,
-        )
-    )
-
-
-def _capture_refusal(
-    upstreams: Upstreams,
-    request: Request,
-    api: Api | str,
-    arrival: _Arrival,
-    started: float,
     refusal: Response,
-    *,
-    parsed: Any = None,
-    raw: bytes | None = None,
-    note: str | None = None,
+    request: Body,
+    why: str,
+    usage: SampleUsage | None = None,
 ) -> None:
-    error = bytes(refusal.body)
-    _captured(
-        upstreams,
-        request,
-        api,
+    """Book a request the gateway refused before any provider call, and ``why`` (on ``usage`` when it was reserved:
+    a request refused before that is not one of the sample's)."""
+    call = _call(
         arrival,
-        started,
-        refusal.status_code,
-        "refused",
-        request=parsed,
-        request_raw=raw,
-        request_note=note,
-        error=error.decode("utf-8", "replace")[:BODY_SNIPPET],
-        error_body=error,
+        api,
+        request,
+        provider_api=None,
+        status=refusal.status_code,
+        outcome="refused",
+        error=why[:BODY_SNIPPET],
+        error_body=Body.of_bytes(bytes(refusal.body)),
     )
+    _book(upstreams, arrival, call, usage)
 
 
 async def _model_request(upstreams: Upstreams, request: Request, api: Api) -> Response:
@@ -354,67 +345,48 @@ async def _model_request(upstreams: Upstreams, request: Request, api: Api) -> Re
     if isinstance(checked, Response):
         return checked
     arrival, body = checked
-    sample_id = arrival.sample_id
+    sent = _json_body(body, arrival.size)
     refused = policy.refusal(api, body)
     if refused is not None:
-        _log.warning("request_refused", sample=sample_id, api=api, reason=refused)
+        _log.warning("request_refused", sample=arrival.sample_id, api=api, reason=refused)
         reply = error_reply(api, 400, "invalid_request_error", refused)
-        _capture_refusal(upstreams, request, api, arrival, started, reply, parsed=body)
+        _refused(upstreams, api, arrival, reply, sent, refused)
         return reply
     try:
-        usage = upstreams.ledger.reserve(sample_id)
+        usage = upstreams.ledger.reserve(arrival.sample_id)
     except CapRefusal as exc:
         reply = error_reply(api, 429, "ispm_cap_exceeded", str(exc))
-        _capture_refusal(upstreams, request, api, arrival, started, reply, parsed=body)
+        _refused(upstreams, api, arrival, reply, sent, str(exc))
         return reply
     provider_api = native_api(api, upstreams.spec)
     try:
         bridge = bridge_for(api, upstreams.spec)
         native = bridge.request(body, upstreams.upstream.model) if bridge else dict(body)
     except (TranslationError, LookupError) as exc:
-        message = str(exc)
-        reply = error_reply(api, 400, "invalid_request_error", message)
-        _capture_refusal(upstreams, request, api, arrival, started, reply, parsed=body)
-        upstreams.ledger.settle(
-            usage, _call(api, body, None, started, outcome="refused", status=400, error=message), counted=True
-        )
+        reply = error_reply(api, 400, "invalid_request_error", str(exc))
+        _refused(upstreams, api, arrival, reply, sent, str(exc), usage)
         return reply
     headers = _forwarded_headers(request, provider_api)
-    seen = _Seen(request, arrival)
     if body.get("stream"):
-        return await _open_relay(upstreams, usage, api, provider_api, bridge, body, native, headers, started, seen)
+        return await _open_relay(upstreams, usage, api, provider_api, bridge, body, native, headers, arrival)
     try:
         result = await upstreams.upstream.complete(provider_api, native, headers)
     except ProviderError as exc:
-        return _settle_failure(upstreams, usage, api, body, provider_api, started, exc, seen)
+        return _settle_failure(upstreams, usage, api, sent, provider_api, arrival, exc)
+    answered = result.call  # as the provider hop read it: tries, usage, model id, the reply
     call = _call(
-        api,
-        body,
-        provider_api,
-        started,
-        outcome="ok",
-        status=200,
-        input_tokens=result.input_tokens,
-        output_tokens=result.output_tokens,
-        cached_tokens=result.cached_tokens,
-        reasoning_tokens=result.reasoning_tokens,
-        returned_model=result.returned_model,
-        attempts=result.attempts,
-    )
-    _captured(
-        upstreams,
-        request,
-        api,
         arrival,
-        started,
-        200,
-        "ok",
-        request=body,
+        api,
+        sent,
         provider_api=provider_api,
-        reply_body=result.body,
-        returned_model=result.returned_model,
+        status=200,
+        outcome="ok",
+        attempts=answered.attempts,
+        usage=answered.usage,
+        returned_model=answered.returned_model,
+        response=answered.response,
     )
-    upstreams.ledger.settle(usage, call, counted=True)
+    _book(upstreams, arrival, call, usage)
     if bridge is None:
         return Response(result.raw, media_type="application/json")  # the provider's bytes, untouched
     try:
@@ -426,41 +398,28 @@ async def _model_request(upstreams: Upstreams, request: Request, api: Api) -> Re
 def _settle_failure(
     upstreams: Upstreams,
     usage: SampleUsage,
-    api: Api | str,
-    body: dict[str, Any],
-    provider_api: str,
-    started: float,
+    api: CallApi,
+    sent: Body,
+    provider_api: CallApi,
+    arrival: _Arrival,
     exc: ProviderError,
-    seen: _Seen,
 ) -> JSONResponse:
     """Book a provider failure and return the agent's reply to it."""
     failure = exc.record()
     _log.warning("provider_failed", sample=usage.sample_id, **failure.model_dump(exclude={"at", "message"}))
     reply = _provider_failure_reply(api, exc)
     call = _call(
+        arrival,
         api,
-        body,
-        provider_api,
-        started,
-        outcome="provider_error",
+        sent,
+        provider_api=provider_api,
         status=reply.status_code,
+        outcome="provider_error",
         attempts=exc.attempts,
         error=failure.message,
+        error_body=Body.of_bytes(bytes(reply.body)),
     )
-    _captured(
-        upstreams,
-        seen.request,
-        api,
-        seen.arrival,
-        started,
-        reply.status_code,
-        "provider_error",
-        request=body,
-        provider_api=provider_api,
-        error=failure.message,
-        error_body=bytes(reply.body),
-    )
-    upstreams.ledger.settle(usage, call, counted=api != "count_tokens", failure=failure)
+    _book(upstreams, arrival, call, usage, counted=api != "count_tokens", failure=failure)
     return reply
 
 
@@ -470,35 +429,35 @@ async def _count_tokens(upstreams: Upstreams, request: Request) -> Response:
     if isinstance(checked, Response):
         return checked
     arrival, body = checked
+    sent = _json_body(body, arrival.size)
     if upstreams.spec.wire != "messages":
         message = f"count_tokens needs an Anthropic candidate; the candidate is {upstreams.candidate}"
         reply = error_reply("count_tokens", 404, "not_found", message)
-        _capture_refusal(upstreams, request, "count_tokens", arrival, started, reply, parsed=body)
+        _refused(upstreams, "count_tokens", arrival, reply, sent, message)
         return reply
     usage = upstreams.ledger.reserve(arrival.sample_id, counts=False)
     try:
         status, raw = await upstreams.upstream.count_tokens(body, _forwarded_headers(request, "count_tokens"))
     except ProviderError as exc:
-        seen = _Seen(request, arrival)
-        return _settle_failure(upstreams, usage, "count_tokens", body, "count_tokens", started, exc, seen)
-    outcome: CallOutcome = "ok" if status < 400 else "provider_error"
-    error = None if status < 400 else raw.decode("utf-8", "replace")[:BODY_SNIPPET]
-    call = _call("count_tokens", body, "count_tokens", started, outcome=outcome, status=status, attempts=1, error=error)
-    _captured(
-        upstreams,
-        request,
-        "count_tokens",
+        return _settle_failure(upstreams, usage, "count_tokens", sent, "count_tokens", arrival, exc)
+    answered = status < 400
+    reader = reader_for("count_tokens")
+    if answered and (parsed := _json_object(raw)) is not None:
+        reader.read_body(parsed)
+    call = _call(
         arrival,
-        started,
-        status,
-        outcome,
-        request=body,
+        "count_tokens",
+        sent,
         provider_api="count_tokens",
-        reply_body=_json_object(raw) if status < 400 else None,
-        error=error,
-        error_body=None if status < 400 else raw,
+        status=status,
+        outcome="ok" if answered else "provider_error",
+        attempts=1,
+        error=None if answered else raw.decode("utf-8", "replace")[:BODY_SNIPPET],
+        error_body=None if answered else Body.of_bytes(raw),
+        returned_model=reader.returned_model,
+        response=reader.reply(complete=True) if answered else None,
     )
-    upstreams.ledger.settle(usage, call, counted=False)
+    _book(upstreams, arrival, call, usage, counted=False)
     return Response(raw, status_code=status, media_type="application/json")
 
 
@@ -510,14 +469,6 @@ def _json_object(raw: bytes) -> dict[str, Any] | None:
     return parsed if isinstance(parsed, dict) else None
 
 
-@dataclass(slots=True)
-class _Seen:
-    """What the capture needs of a forwarded request once it ends."""
-
-    request: Request
-    arrival: _Arrival
-
-
 # -- streams -----------------------------------------------------------------------------------------------
 
 
@@ -527,19 +478,6 @@ def encode_event(api: Api, event: str, data: str) -> bytes:
     if api == "chat" or not event:
         return (lines + "\n").encode()
     return (f"event: {event}\n" + lines + "\n").encode()
-
-
-def _is_output(api: str, event: str, data: dict[str, Any]) -> bool:
-    """Whether a provider event carries output (for time to first token), not just framing."""
-    if api == "messages":
-        return event == "content_block_delta"
-    if api == "responses":
-        return event.endswith(".delta")
-    for choice in data.get("choices") or []:
-        delta = choice.get("delta") or {}
-        if delta.get("content") or delta.get("tool_calls") or delta.get("reasoning_content") or delta.get("reasoning"):
-            return True
-    return False
 
 
 def _stream_error(api: Api, message: str, sequence: int) -> bytes:
@@ -569,8 +507,7 @@ async def _open_relay(
     body: dict[str, Any],
     native: dict[str, Any],
     headers: dict[str, str],
-    started: float,
-    seen: _Seen,
+    arrival: _Arrival,
 ) -> Response:
     native["stream"] = True
     if provider_api == "chat":  # usage comes only when asked for; the agent's own choice is honoured below
@@ -578,15 +515,17 @@ async def _open_relay(
     try:
         resp, attempts = await upstreams.upstream.open_stream(provider_api, native, headers)
     except ProviderError as exc:
-        return _settle_failure(upstreams, usage, api, body, provider_api, started, exc, seen)
+        return _settle_failure(upstreams, usage, api, _json_body(body, arrival.size), provider_api, arrival, exc)
     translator = bridge.stream(body, upstreams.upstream.model) if bridge else None
-    return _Relay(upstreams, usage, api, provider_api, translator, body, resp, attempts, started, seen)
+    return _Relay(upstreams, usage, api, provider_api, translator, body, resp, attempts, arrival)
 
 
 class _Relay(Response):
     """A streamed reply: provider events in, agent events out, accounted for however the stream ends.
 
-    The agent's hang-up is watched for while waiting on the provider, so a cut stream is booked at once.
+    Each provider event is parsed once, sent on (translated when the APIs differ), then read by the provider API's
+    reader (:mod:`runner.gateway.protocols`), which keeps both the figures and the reply: the agent never waits on
+    the reading. The agent's hang-up is watched for while waiting on the provider, so a cut stream is booked at once.
     """
 
     def __init__(
@@ -599,19 +538,18 @@ class _Relay(Response):
         body: dict[str, Any],
         resp: httpx.Response,
         attempts: int,
-        started: float,
-        seen: _Seen,
+        arrival: _Arrival,
     ) -> None:
         super().__init__(media_type="text/event-stream")
         self.upstreams, self.usage, self.api, self.provider_api = upstreams, usage, api, provider_api
-        self.translator, self.request_body, self.resp, self.attempts, self.started = (
+        self.translator, self.request_body, self.resp, self.attempts, self.arrival = (
             translator,
             body,
             resp,
             attempts,
-            started,
+            arrival,
         )
-        self.watch = tokens.StreamWatch(provider_api)
+        self.reader = reader_for(provider_api)
         self.ttft: float | None = None
         self.agent_gone = False
         self._group: anyio.abc.TaskGroup
@@ -619,13 +557,6 @@ class _Relay(Response):
         self.sequence = 0
         opts = body.get("stream_options")  # the agent's request
         self.agent_wants_usage = isinstance(opts, dict) and bool(opts.get("include_usage"))
-        self.seen = seen
-        # The reply for the transcript, put together from each event already parsed here, once it is sent on: it
-        # keeps only the text pieces (no parsed events held to the stream's end for the collector to walk).
-        captured = upstreams.capture is not None and seen.arrival.seq is not None  # not a sample dropped or taken
-        self.assembler = StreamAssembler(provider_api) if captured else None
-        self.assembly_error: str | None = None
-        self.uncaptured = 0  # events past MAX_CAPTURED_EVENTS: counted only
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]
@@ -670,32 +601,32 @@ class _Relay(Response):
                     continue  # read on to the body's end, so the provider connection can be kept alive
                 try:
                     data = json.loads(text)
-                except ValueError:
+                except (ValueError, RecursionError):
                     self.problem = f"the provider sent an event that is not JSON: {text[:200]!r}"
                     break
                 if not isinstance(data, dict):
                     continue
                 event = "" if sse.event == "message" else sse.event
-                self.watch.feed(event, data)
-                self.sequence = max(self.sequence, int(data.get("sequence_number") or 0) + 1)
-                if self.ttft is None and _is_output(self.provider_api, event, data):
-                    self.ttft = round(time.perf_counter() - self.started, 6)
+                self.sequence = max(self.sequence, count_of(data.get("sequence_number")) + 1)
+                arrived = time.perf_counter() if self.ttft is None else 0.0
                 try:
                     outgoing = self._outgoing(event, data, text)
                 except TranslationError as exc:
                     self.problem = f"the candidate's stream cannot be given in this API: {exc}"
-                    self._keep(event, data)
+                    self._read(event, data, arrived)
                     break
                 try:
                     if outgoing:
                         await emit(b"".join(outgoing))  # one write for everything one provider event became
                 finally:
-                    self._keep(event, data)  # after the write: the agent never waits on the capture
+                    self._read(event, data, arrived)  # after the write: the agent never waits on the reading
+                if self.problem is not None:
+                    break
         except (httpx.TransportError, SSEError) as exc:
             self.problem = f"the provider's stream broke: {type(exc.__cause__ or exc).__name__}"
-        if self.problem is None and self.watch.error is not None:
-            self.problem = f"the provider reported an error in its stream: {self.watch.error}"
-        if self.problem is None and not self.watch.finished:
+        if self.problem is None and self.reader.error is not None:
+            self.problem = f"the provider reported an error in its stream: {self.reader.error}"
+        if self.problem is None and not self.reader.finished:
             self.problem = "the provider's stream ended before its final event"
         if self.translator is not None and self.problem is None:
             await emit(b"".join(encode_event(self.api, name, json.dumps(out)) for name, out in self.translator.close()))
@@ -704,20 +635,16 @@ class _Relay(Response):
         elif self.api == "chat":
             await emit(b"data: [DONE]\n\n")
 
-    def _keep(self, event: str, data: dict[str, Any]) -> None:
-        """Feed one relayed event to the transcript's assembler; a failure there only costs the transcript."""
-        assembler = self.assembler
-        if assembler is None:
-            return
-        if assembler.events >= MAX_CAPTURED_EVENTS:
-            self.uncaptured += 1
-            return
+    def _read(self, event: str, data: dict[str, Any], arrived: float) -> None:
+        """Read one relayed event: the time to first token when it is the first to carry output."""
         try:
-            assembler.feed(event, data)
-        except Exception as exc:  # a reply shaped beyond the assembler's reading: the relay goes on
-            self.assembler = None
-            self.assembly_error = f"the stream could not be assembled: {type(exc).__name__} at event {assembler.events}"
-            _log.warning("capture_failed", sample=self.seen.arrival.sample_id, reason=self.assembly_error)
+            output = self.reader.feed(event, data)
+        except Exception as exc:  # a reader's bug must cost this stream, not the listener: say so, and stop
+            _log.exception("stream_unreadable", sample=self.arrival.sample_id, api=self.provider_api)
+            self.problem = f"the gateway could not read the provider's stream: {type(exc).__name__}"
+            return
+        if output and self.ttft is None:
+            self.ttft = round(arrived - self.arrival.started, 6)
 
     def _outgoing(self, event: str, data: dict[str, Any], text: str) -> list[bytes]:
         if self.translator is None:
@@ -727,14 +654,17 @@ class _Relay(Response):
         return [encode_event(self.api, name, json.dumps(out)) for name, out in self.translator.feed(event, data)]
 
     def _settle(self) -> None:
-        used = self.watch.usage
+        reader = self.reader
         outcome: CallOutcome = "ok"
         error = None
         failure: ProviderErrorRecord | None = None
-        if self.agent_gone and not self.watch.finished:
+        cut: StreamCut | None = None
+        if self.agent_gone and not reader.finished:
             outcome, error = "agent_disconnected", "the agent closed the stream before its end"
+            cut = StreamCut(by="caller", reason=error, events_received=reader.events)
         elif self.problem is not None:
             outcome, error = "stream_cut", self.problem
+            cut = StreamCut(by="provider", reason=error, events_received=reader.events)
             failure = ProviderError(
                 self.problem,
                 kind="stream",
@@ -744,43 +674,18 @@ class _Relay(Response):
                 attempts=self.attempts,
             ).record()
         call = _call(
+            self.arrival,
             self.api,
-            self.request_body,
-            self.provider_api,
-            self.started,
-            outcome=outcome,
+            _json_body(self.request_body, self.arrival.size),
+            provider_api=self.provider_api,
             status=200,
-            input_tokens=used.input_tokens,
-            output_tokens=used.output_tokens,
-            cached_tokens=used.cached_tokens,
-            reasoning_tokens=used.reasoning_tokens,
-            returned_model=self.watch.returned_model,
+            outcome=outcome,
             attempts=self.attempts,
             ttft_s=self.ttft,
             error=error,
+            usage=reader.usage,
+            returned_model=reader.returned_model,
+            response=reader.reply(complete=outcome == "ok"),
+            cut=cut,
         )
-        cut_by: Literal["provider", "caller"] | None = None
-        if outcome == "agent_disconnected":
-            cut_by = "caller"
-        elif outcome == "stream_cut":
-            cut_by = "provider"
-        _captured(
-            self.upstreams,
-            self.seen.request,
-            self.api,
-            self.seen.arrival,
-            self.started,
-            200,
-            outcome,
-            request=self.request_body,
-            provider_api=self.provider_api,
-            assembler=self.assembler,
-            assembly_error=self.assembly_error,
-            events_uncaptured=self.uncaptured,
-            error=error,
-            cut_by=cut_by,
-            ttft_s=self.ttft,
-            usage=used,
-            returned_model=self.watch.returned_model,
-        )
-        self.upstreams.ledger.settle(self.usage, call, counted=True, failure=failure)
+        _book(self.upstreams, self.arrival, call, self.usage, failure=failure)

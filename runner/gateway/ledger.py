@@ -1,5 +1,10 @@
 """The gateway's ledger: per-sample tokens, and what each sample's requests cost.
 
+Every request of a sample goes through it in order: :meth:`Ledger.authenticate` (whose token), :meth:`Ledger.arrive`
+(its number), :meth:`Ledger.reserve` (counted, and refused past a cap) and, once it ends, :meth:`Ledger.settle`,
+which books the one :class:`~runner.call.ModelCall` the gateway made of it. ``settle`` is where a call's figures
+are first known, and ``reserve`` where the next call can be refused on them: per-sample limits live there.
+
 Thread-safe: the run's threads issue and revoke tokens while the gateway's event loop authenticates, reserves
 and settles requests. Every operation holds one lock for a few dictionary operations only.
 """
@@ -11,8 +16,9 @@ import secrets
 import threading
 
 from runner import log
+from runner.call import ModelCall
 from runner.errors import GatewayError
-from runner.gateway.model import Caps, ModelCall, ProviderErrorRecord, SampleUsage
+from runner.gateway.model import Caps, ProviderErrorRecord, SampleUsage
 
 _log = log.get(__name__)
 
@@ -37,6 +43,7 @@ class Ledger:
         self._revoked: dict[bytes, str] = {}
         self._live: dict[str, bytes] = {}
         self._usage: dict[str, SampleUsage] = {}
+        self._arrived: dict[str, int] = {}  # requests of each sample so far, the next one's number
 
     def issue(self, sample_id: str) -> str:
         """A fresh bearer token for ``sample_id``, starting a fresh :class:`SampleUsage`.
@@ -51,6 +58,7 @@ class Ledger:
             self._live[sample_id] = _digest(token)
             self._tokens[_digest(token)] = sample_id
             self._usage[sample_id] = SampleUsage(sample_id=sample_id)
+            self._arrived[sample_id] = 0
         _log.info("token_issued", sample=sample_id)
         return token
 
@@ -98,6 +106,13 @@ class Ledger:
         )
         return None
 
+    def arrive(self, sample_id: str) -> int:
+        """The number of an authenticated request among its sample's requests, from 0, in arrival order."""
+        with self._lock:
+            seq = self._arrived.get(sample_id, 0)
+            self._arrived[sample_id] = seq + 1
+            return seq
+
     def reserve(self, sample_id: str, *, counts: bool = True) -> SampleUsage:
         """Count a request as forwarded (``counts``: as a step) and in flight; the usage object to settle later.
 
@@ -111,8 +126,10 @@ class Ledger:
             over = None
             if caps.max_requests is not None and usage.requests >= caps.max_requests:
                 over = f"request cap reached: {usage.requests} of {caps.max_requests} requests used"
-            elif caps.max_tokens is not None and usage.input_tokens + usage.output_tokens >= caps.max_tokens:
-                over = f"token cap reached: {usage.input_tokens + usage.output_tokens} of {caps.max_tokens} used"
+            elif caps.max_tokens is not None and (used := usage.tokens.input_tokens + usage.tokens.output_tokens) >= (
+                caps.max_tokens
+            ):
+                over = f"token cap reached: {used} of {caps.max_tokens} used"
             if over is None:
                 usage.requests += 1 if counts else 0
                 usage.in_flight += 1
@@ -130,20 +147,20 @@ class Ledger:
         failure: ProviderErrorRecord | None = None,
     ) -> None:
         """Book a finished request on the usage it was reserved on (not a lookup: the sample may have been
-        re-issued meanwhile). ``counted`` says whether it was reserved as a step; a request refused before it
-        reached the provider is taken back out of ``requests``."""
+        re-issued meanwhile): its tokens, time and model id, and its figures among the sample's calls (never its
+        content). ``counted`` says whether it was reserved as a step; a request refused before it reached the
+        provider is taken back out of ``requests``."""
+        figures = call.figures()
         with self._settled:
             usage.in_flight -= 1
             if call.provider_api is None and counted:
                 usage.requests -= 1
             usage.latency_s += call.latency_s if call.provider_api is not None else 0.0
-            usage.input_tokens += call.input_tokens
-            usage.output_tokens += call.output_tokens
-            usage.cached_tokens += call.cached_tokens
-            usage.reasoning_tokens += call.reasoning_tokens
+            if call.usage is not None:
+                usage.tokens = usage.tokens + call.usage
             if call.returned_model and call.returned_model not in usage.model_ids:
                 usage.model_ids.append(call.returned_model)
             if failure is not None:
                 usage.errors.append(failure)
-            usage.calls.append(call)
+            usage.calls.append(figures)
             self._settled.notify_all()

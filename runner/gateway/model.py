@@ -1,28 +1,24 @@
 """The gateway's typed hand-offs: provider descriptions, client settings, and what a sample consumed.
 
-These cross the gateway's boundary: the run journals :class:`SampleUsage`, preflight and the judges read
-:class:`ProviderSpec` and :class:`ClientSettings`, and the record keeps every :class:`ModelCall`.
+These cross the gateway's boundary: the run journals :class:`SampleUsage` (with each call's figures, a
+:class:`~runner.call.ModelCall`), and preflight and the judges read :class:`ProviderSpec` and :class:`ClientSettings`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from runner.gateway.protocols.api import Api
+from runner.call import Api, ModelCall, Usage
 
 __all__ = ["Api"]  # re-exported: a wire API, chat completions, Messages or Responses
 
 
 ErrorKind = Literal["http_status", "timeout", "connection", "malformed", "stream"]
 """What went wrong on a provider call; ``stream`` is a stream the provider broke after it began."""
-
-CallOutcome = Literal["ok", "provider_error", "stream_cut", "agent_disconnected", "refused"]
-"""How one agent request ended: answered; the provider failed before answering; the provider's stream broke
-mid-way; the agent hung up mid-stream; refused by the gateway (an untranslatable request) before any provider
-call."""
 
 
 class _Model(BaseModel):
@@ -99,34 +95,18 @@ class ProviderErrorRecord(_Model):
     """When the call finally failed (UTC)."""
 
 
-class ProviderResult(BaseModel):
-    """A successful non-streamed call, normalized across providers."""
+@dataclass(slots=True)
+class ProviderResult:
+    """A successful non-streamed provider call: the call as the provider hop saw it, and the body it answered."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True)
-
-    provider: str
-    """The provider part of the model reference."""
-    model: str
-    """The model name we asked for."""
-    returned_model: str | None
-    """The model id the provider returned on the wire (what the contract records)."""
-    input_tokens: int
-    """Prompt tokens, cached ones included."""
-    output_tokens: int
-    """Completion tokens, reasoning included."""
-    cached_tokens: int
-    """Prompt tokens served from the provider's cache (a subset of ``input_tokens``)."""
-    reasoning_tokens: int = 0
-    """Output tokens spent reasoning, where the provider reports them (a subset of ``output_tokens``)."""
-    latency_s: float
-    """Wall time of the whole call, retries and waits included."""
-    attempts: int
-    """How many tries it took."""
+    call: ModelCall
+    """The call: the API the provider was spoken to in, the model sent, tries, latency, what the reader found (usage,
+    model id, the reply); whoever made it adds who asked, and what (:meth:`ModelCall.model_copy`)."""
     body: dict[str, Any]
     """The provider's parsed response body, in its own protocol."""
-    raw: bytes = Field(default=b"", repr=False)
+    raw: bytes = field(default=b"", repr=False)
     """The response bytes (key redacted), for pass-through without re-serializing."""
-    completion: dict[str, Any] | None = Field(default=None, repr=False)
+    completion: dict[str, Any] | None = field(default=None, repr=False)
     """The reply as a chat-completions body; set by :meth:`ProviderClient.chat`."""
 
 
@@ -139,44 +119,8 @@ class Caps(_Model):
     """Refuse further requests once input plus output tokens reach this. A reply may overshoot it once."""
 
 
-class ModelCall(_Model):
-    """One agent request the gateway answered, in the order it arrived: what was asked, what it cost."""
-
-    api: Api | Literal["count_tokens"]
-    """The agent-facing API it came in on."""
-    provider_api: Api | Literal["count_tokens"] | None
-    """The API it went to the provider in (equal to ``api`` when passed through); ``None`` if never sent."""
-    requested_model: str | None
-    """The model name the agent asked for; every request goes to the run's candidate whatever it says."""
-    stream: bool
-    """Whether the agent asked for a streamed reply."""
-    outcome: CallOutcome
-    """How the request ended."""
-    status: int
-    """The HTTP status the agent got."""
-    input_tokens: int = 0
-    """Prompt tokens the provider reported, cached ones included; what was known when a stream broke."""
-    output_tokens: int = 0
-    """Completion tokens the provider reported, reasoning included."""
-    cached_tokens: int = 0
-    """Prompt tokens served from the provider's cache."""
-    reasoning_tokens: int = 0
-    """Output tokens spent reasoning, where reported."""
-    returned_model: str | None = None
-    """The model id the provider returned."""
-    attempts: int = 0
-    """Provider tries, retries before the first byte included."""
-    latency_s: float = 0.0
-    """Seconds from the request's arrival to its last byte (or failure)."""
-    ttft_s: float | None = None
-    """Streams: seconds from the request's arrival to the provider's first output event (a text, tool-call or
-    reasoning delta); ``None`` when not streamed or when none came."""
-    error: str | None = None
-    """A bounded, redacted description when ``outcome`` is not ``ok``."""
-
-
 class SampleUsage(BaseModel):
-    """What one sample consumed, as counted by the gateway."""
+    """What one sample consumed, as the gateway's ledger booked each of its calls."""
 
     model_config = ConfigDict(use_attribute_docstrings=True)
 
@@ -184,14 +128,8 @@ class SampleUsage(BaseModel):
     """The sample the token was issued for."""
     requests: int = 0
     """Model requests forwarded to the provider (the agent's steps), failed ones included; token counts excluded."""
-    input_tokens: int = 0
-    """Prompt tokens over all requests, cached ones included (a broken stream counts what it reported)."""
-    output_tokens: int = 0
-    """Completion tokens over all requests, reasoning included."""
-    cached_tokens: int = 0
-    """Prompt tokens the provider served from its cache."""
-    reasoning_tokens: int = 0
-    """Output tokens spent reasoning, where the provider reports them."""
+    tokens: Usage = Field(default_factory=Usage)
+    """Tokens over all requests (a broken stream counts what it reported)."""
     latency_s: float = 0.0
     """Total seconds spent waiting on the provider, retries and streaming included."""
     errors: list[ProviderErrorRecord] = Field(default_factory=list)
@@ -203,4 +141,17 @@ class SampleUsage(BaseModel):
     in_flight: int = 0
     """Forwarded requests not yet answered when this copy was taken; 0 once the figures are final."""
     calls: list[ModelCall] = Field(default_factory=list)
-    """Every model request of the sample, in arrival order (cap refusals excluded)."""
+    """Every model request of the sample, as each ended (cap refusals excluded): its figures, not its content."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_tokens(cls, value: Any) -> Any:
+        """Read a usage journaled before :class:`~runner.call.Usage` held its tokens (flat fields)."""
+        if not isinstance(value, dict) or "tokens" in value or "input_tokens" not in value:
+            return value
+        fields = dict(value)
+        fields["tokens"] = {name: fields.pop(name) for name in _FLAT_USAGE if name in fields}
+        return fields
+
+
+_FLAT_USAGE = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")

@@ -81,11 +81,11 @@ def preflight(models: list[str], settings: ClientSettings | None = None) -> list
                 alias=alias,
                 provider=client.provider,
                 requested_model=model,
-                returned_model=result.returned_model,
+                returned_model=result.call.returned_model,
                 base_url=client.base_url,
-                latency_s=result.latency_s,
+                latency_s=result.call.latency_s,
             )
-            _log.info("preflight_resolved", alias=alias, returned_model=result.returned_model)
+            _log.info("preflight_resolved", alias=alias, returned_model=result.call.returned_model)
         if problems:
             raise PreflightError(problems)
         return [resolved[alias] for alias in models]

@@ -19,7 +19,8 @@ import json
 import os
 import ssl
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any, ClassVar, Protocol
 from urllib.parse import urlsplit
 
@@ -27,16 +28,17 @@ import httpx
 import tenacity
 
 from runner import log
+from runner.call import Body, CallApi, ModelCall
 from runner.errors import GatewayError
 from runner.gateway.model import (
-    Api,
     ClientSettings,
     ErrorKind,
     ProviderErrorRecord,
     ProviderResult,
     ProviderSpec,
 )
-from runner.gateway.protocols import chat_messages, tokens
+from runner.gateway.protocols import TranslationError, chat_messages, reader_for
+from runner.transcript.redact import longest_first
 
 _log = log.get(__name__)
 
@@ -213,6 +215,12 @@ class ProviderError(GatewayError):
             attempts=self.attempts,
             message=self.message,
         )
+
+
+def host_secrets(extra: Iterable[str] = ()) -> tuple[str, ...]:
+    """Every provider key in the host environment, and ``extra``, longest first: what no transcript may hold."""
+    found = {os.environ.get(spec.key_env, "") for spec in PROVIDERS.values() if spec.key_env}
+    return longest_first(found | set(extra))
 
 
 def parse_model(ref: str) -> tuple[str, str]:
@@ -461,18 +469,55 @@ class ProviderClient:
         """Close pooled connections."""
         self._http.close()
 
-    def chat(self, model: str, request: dict[str, Any]) -> ProviderResult:
+    def chat(
+        self, model: str, request: dict[str, Any], *, emit: Callable[[ModelCall], None] | None = None
+    ) -> ProviderResult:
         """Send a chat-completions ``request`` to ``model``; the result's ``completion`` is chat-completions.
 
-        The request's own ``model`` field is replaced. Raises what :meth:`send` raises, and
-        ``protocols.TranslationError`` for a request the provider's protocol cannot express.
+        The request's own ``model`` field is replaced. However the call ends, ``emit`` (when given) gets it once, as a
+        :class:`~runner.call.ModelCall` (the request as sent, the reply read, its figures). Raises what :meth:`send`
+        raises, and ``protocols.TranslationError`` for a request the provider's protocol cannot express.
         """
-        if self.spec.wire == "messages":
-            result = self.send(model, chat_messages.chat_to_messages_request(request, model))
-            result.completion = chat_messages.messages_to_chat_response(result.body)
-        else:
-            result = self.send(model, request)
-            result.completion = result.body
+        started_at, started = datetime.now(UTC), time.perf_counter()
+        sent = {**request, "model": model}
+        asked: dict[str, Any] = {  # who asked what: the chat request as sent, whichever API the provider speaks
+            "api": "chat",
+            "requested_model": model,
+            "stream": False,
+            "started_at": started_at,
+            "request": Body(encoding="json", content=sent, size=len(json.dumps(sent))),
+        }
+        try:
+            if self.spec.wire == "messages":
+                result = self.send(model, chat_messages.chat_to_messages_request(request, model))
+                result.completion = chat_messages.messages_to_chat_response(result.body)
+            else:
+                result = self.send(model, request)
+                result.completion = result.body
+        except (ProviderError, TranslationError) as exc:
+            if emit is not None:
+                failed = ModelCall(
+                    api="chat",
+                    provider_api=self.spec.wire,
+                    requested_model=model,
+                    stream=False,
+                    status=exc.status if isinstance(exc, ProviderError) and exc.status is not None else 0,
+                    outcome="provider_error",
+                )
+                emit(
+                    failed.model_copy(
+                        update={
+                            **asked,
+                            "attempts": exc.attempts if isinstance(exc, ProviderError) else 0,
+                            "latency_s": round(time.perf_counter() - started, 6),
+                            "error": str(exc)[:BODY_SNIPPET],
+                        }
+                    )
+                )
+            raise
+        result.call = result.call.model_copy(update={**asked, "latency_s": round(time.perf_counter() - started, 6)})
+        if emit is not None:
+            emit(result.call)
         return result
 
     def send(self, model: str, body: dict[str, Any]) -> ProviderResult:
@@ -509,9 +554,9 @@ class ProviderClient:
 
 
 def parse_result(
-    endpoint: Endpoint, api: Api, model: str, url: str, status: int, raw: bytes, started: float, tries: int
+    endpoint: Endpoint, api: CallApi, model: str, url: str, status: int, raw: bytes, started: float, tries: int
 ) -> ProviderResult:
-    """A 2xx body of wire API ``api`` as a :class:`ProviderResult`.
+    """A 2xx body of wire API ``api``, read (:func:`~runner.gateway.protocols.reader_for`) into a call.
 
     Raises:
         ProviderError: the body is not a JSON object (``malformed``, retryable).
@@ -519,27 +564,28 @@ def parse_result(
     raw = endpoint.redact_bytes(raw)
     try:
         body = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         body = None
     if not isinstance(body, dict):
         message = f"{url} answered {status} with a body that is not a JSON object"
         name = endpoint.spec.name
         raise ProviderError(message, kind="malformed", provider=name, model=model, status=status, retryable=True)
-    usage = tokens.usage_of(api, body)
-    return ProviderResult.model_construct(  # the fields are built here, validation would only cost time
-        provider=endpoint.spec.name,
-        model=model,
-        returned_model=tokens.model_of(body),
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cached_tokens=usage.cached_tokens,
-        reasoning_tokens=usage.reasoning_tokens,
-        latency_s=time.perf_counter() - started,
+    reader = reader_for(api)
+    reader.read_body(body)
+    call = ModelCall(
+        api=api,
+        provider_api=api,
+        requested_model=model,
+        stream=False,
+        latency_s=round(time.perf_counter() - started, 6),
         attempts=tries,
-        body=body,
-        raw=raw,
-        completion=None,
+        status=status,
+        outcome="ok",
+        usage=reader.usage,
+        returned_model=reader.returned_model,
+        response=reader.reply(complete=True),
     )
+    return ProviderResult(call=call, body=body, raw=raw)
 
 
 class OpenAIClient(ProviderClient):

@@ -27,13 +27,13 @@ import httpx
 
 from runner.errors import GatewayError
 from runner.gateway.app import BOUND_KEY, Upstreams, build_app
-from runner.gateway.capture import Capture
 from runner.gateway.ledger import Ledger
 from runner.gateway.listeners import BACKLOG, EventLoopThread
 from runner.gateway.model import Caps, ClientSettings, SampleUsage
-from runner.gateway.providers import PROVIDERS, Endpoint, parse_model
+from runner.gateway.providers import PROVIDERS, Endpoint, host_secrets, parse_model
 from runner.gateway.upstream import Upstream
-from runner.trace.storage import DEFAULT_LIMIT_BYTES, TranscriptBuilder
+from runner.transcript.capture import Capture
+from runner.transcript.storage import DEFAULT_LIMIT_BYTES, TranscriptBuilder
 
 __all__ = ["Caps", "Gateway", "SampleUsage"]
 
@@ -93,7 +93,7 @@ class Gateway:
             return Upstream(endpoint, self.model, settings or ClientSettings(), sleep=sleep, transport=transport)
 
         self.upstream = self._loop.run(make_upstream())
-        self.capture = Capture((endpoint.key,), limit_bytes=transcript_limit_bytes) if capture else None
+        self.capture = Capture(host_secrets((endpoint.key,)), limit_bytes=transcript_limit_bytes) if capture else None
         self._app = build_app(
             Upstreams(self.ledger, self.upstream, spec, candidate, max_body_bytes, body_read_s, self.capture)
         )

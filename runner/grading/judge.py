@@ -36,15 +36,13 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from runner.call import Caller, ModelCall, Usage
 from runner.contract import Answer
-from runner.gateway.capture import CallCapture, JudgeCapture
-from runner.gateway.model import ProviderResult
 from runner.gateway.protocols import TranslationError
 from runner.gateway.providers import ProviderClient, ProviderError, client_for
 from runner.grading.coverage import CoverageReport
@@ -57,7 +55,7 @@ from runner.grading.replay import ReplayReport
 from runner.grading.rubric import RubricSet, load_rubrics
 from runner.tasks.model import Task
 from runner.tasks.truth import TaskTruth
-from runner.trace.model import Caller, CallOutcome
+from runner.transcript.capture import JudgeCapture
 
 MAX_RESPONSE_CHARS = 40_000
 MAX_SQL_CHARS = 6_000
@@ -68,6 +66,7 @@ MAX_FACT_ROWS = 60
 DEFAULT_MAX_TOKENS = 4096
 _DROPPABLE = ("temperature", "response_format")
 _REFUSAL_OPENERS = re.compile(r"^\s*(i'm sorry|i am sorry|i can(?:'|no)t|i won't|i will not)\b", re.IGNORECASE)
+_TRUNCATED = ("length", "max_tokens", "model_length")  # chat completions' finish reason, and Inspect's stop reasons
 EXCERPT_CHARS = 160
 # What a key or token looks like in text a provider sent back: never copied into a journal or a terminal.
 _SECRET_LIKE = re.compile(r"(?i)\b(?:sk|pk|rk)-[a-z0-9_\-]{6,}|\bbearer\s+\S+|\b[a-z0-9_\-]{32,}\b")
@@ -196,97 +195,111 @@ class LLMJudge:
 
     def judge(self, item: JudgeInput) -> list[JudgeVote]:
         """Ask the model for every dimension of ``item``; abstain on every one when it cannot."""
-        dims = dimensions_for(item.task)
+        tries = Tries(self, item, self.rubrics, self.max_attempts)
         request: dict[str, Any] = {
             "messages": build_messages(item, self.rubrics, self._nonce()),
             "temperature": 0,
             "max_completion_tokens": self.max_tokens,
             "response_format": {"type": "json_object"},
         }
-        spent = {"input_tokens": 0, "output_tokens": 0, "latency_s": 0.0, "attempts": 0}
-        returned: str | None = None
-        reason = "no attempt was made"
-        failure: JudgeFailure = "error"
-        while spent["attempts"] < self.max_attempts:
-            spent["attempts"] += 1
+        calls = 0
+
+        def keep(call: ModelCall) -> None:  # every call, however it ended, into the sample's judges' transcript
+            nonlocal calls
+            if self.capture is not None:
+                labelled = call.model_copy(update={"caller": self.slot, "judge": self.alias, "seq": calls})
+                key = self.client.endpoint.key
+                self.capture.record(item.task.id, item.epoch, labelled, (key,) if key else ())
+            calls += 1
+
+        while tries.next():
             try:
-                result = self._chat(item, request)
+                result = self.client.chat(str(self.requested_model), request, emit=keep)
             except ProviderError as exc:
                 dropped = _droppable(exc, request)
                 if dropped is not None:
                     del request[dropped]  # the provider will not take it; this try does not count
-                    spent["attempts"] -= 1
+                    tries.attempts -= 1
                     continue
-                reason, failure = f"provider error: {excerpt(str(exc), 400)}", "error"
+                tries.failed(f"provider error: {excerpt(str(exc), 400)}")
                 break
             except TranslationError as exc:
-                reason, failure = f"request not expressible for this provider: {exc}", "error"
+                tries.failed(f"request not expressible for this provider: {exc}")
                 break
-            spent["input_tokens"] += result.input_tokens
-            spent["output_tokens"] += result.output_tokens
-            spent["latency_s"] += result.latency_s
-            returned = result.returned_model or returned
-            grades, reason, failure = _read_completion(result.completion or {}, dims)
+            choices = (result.completion or {}).get("choices") or [{}]
+            choice = choices[0] if isinstance(choices[0], dict) else {}
+            message = choice.get("message") or {}
+            call = result.call
+            grades = tries.answered(
+                text=message.get("content"),
+                stop=choice.get("finish_reason"),
+                refusal=message.get("refusal"),
+                usage=call.usage,
+                latency_s=call.latency_s,
+                model=call.returned_model,
+            )
             if grades is not None:
-                return graded_votes(self, item, self.rubrics, grades, returned, spent)
-        return abstained_votes(self, item, self.rubrics, dims, reason, failure, returned, spent)
+                return tries.votes(grades)
+        return tries.votes()
 
-    def _chat(self, item: JudgeInput, request: dict[str, Any]) -> ProviderResult:
-        """One call through the client, handed to the capture (when set) however it ends."""
-        if self.capture is None:
-            return self.client.chat(str(self.requested_model), request)
-        wall, started = time.time(), time.perf_counter()
-        sent = {**request, "model": self.requested_model}
-        try:
-            result = self.client.chat(str(self.requested_model), request)
-        except (ProviderError, TranslationError) as exc:
-            status = exc.status if isinstance(exc, ProviderError) and exc.status is not None else 0
-            self._capture(item, sent, wall, started, status, "provider_error", error=excerpt(str(exc), 500))
-            raise
-        self._capture(item, sent, wall, started, 200, "ok", reply_body=result.body, returned=result.returned_model)
-        return result
 
-    def _capture(
-        self,
-        item: JudgeInput,
-        sent: dict[str, Any],
-        wall: float,
-        started: float,
-        status: int,
-        outcome: CallOutcome,
-        *,
-        reply_body: dict[str, Any] | None = None,
-        returned: str | None = None,
-        error: str | None = None,
-    ) -> None:
-        capture = self.capture
-        if capture is None:
-            return
-        capture.record(
-            item.task.id,
-            item.epoch,
-            CallCapture(
-                sample_id=f"{item.task.id}.e{item.epoch}",
-                seq=capture.next_seq(item.task.id, item.epoch, self.slot),
-                caller=self.slot,
-                judge=self.alias,
-                api="chat",
-                provider_api=self.client.spec.wire,
-                requested_model=self.requested_model,
-                stream=False,
-                started_wall=wall,
-                latency_s=time.perf_counter() - started,
-                status=status,
-                outcome=outcome,
-                headers=[],
-                token=None,
-                request=sent,
-                request_size=len(json.dumps(sent)),
-                reply_body=reply_body,
-                returned_model=returned,
-                error=error,
-                extra_secrets=(self.client.endpoint.key,) if self.client.endpoint.key else (),
-            ),
+class Tries:
+    """One model judge's calls on one sample, up to ``max_attempts``: what they cost, and why none graded.
+
+    Every model judge drives one (:class:`LLMJudge` through the providers' client, and the judges of an Inspect run
+    through its model roles), so both ask, read and give up alike: a reply that is refused, cut short, empty or not
+    the JSON asked for is asked again; a provider that fails past its client's retries ends the tries; the votes
+    then say why, after how many calls.
+    """
+
+    def __init__(self, slot: JudgeSlot, item: JudgeInput, rubrics: RubricSet, max_attempts: int) -> None:
+        self.slot, self.item, self.rubrics, self.max_attempts = slot, item, rubrics, max_attempts
+        self.dims = dimensions_for(item.task)
+        self.attempts = 0
+        """Calls counted so far (a call whose parameter the provider refused is taken back out)."""
+        self.usage = Usage()
+        """Tokens of the replies."""
+        self.latency_s = 0.0
+        """Seconds the replies took."""
+        self.returned: str | None = None
+        """The model id of the last reply that named one."""
+        self.reason = "no attempt was made"
+        self.failure: JudgeFailure = "error"
+
+    def next(self) -> bool:
+        """Whether another call may be made (and count it)."""
+        if self.attempts >= self.max_attempts:
+            return False
+        self.attempts += 1
+        return True
+
+    def failed(self, reason: str) -> None:
+        """The provider failed past its client's retries: no more calls."""
+        self.reason, self.failure = reason, "error"
+
+    def answered(
+        self, *, text: Any, stop: Any, refusal: Any = None, usage: Usage | None, latency_s: float, model: str | None
+    ) -> dict[Dimension, DimensionGrade] | None:
+        """Book one reply (its tokens, time and model id): its grades when it gave them, else ``None``, and why kept
+        for the votes. ``stop`` is the reply's finish or stop reason, ``refusal`` a refusal it carried."""
+        self.usage = self.usage + (usage or Usage())
+        self.latency_s += latency_s
+        self.returned = model or self.returned
+        grades, self.reason, self.failure = read_reply(text, stop, refusal, self.dims)
+        return grades
+
+    def votes(self, grades: Mapping[Dimension, DimensionGrade] | None = None) -> list[JudgeVote]:
+        """The slot's votes: ``grades`` when a reply gave them, else an abstention on every dimension, saying why."""
+        spent = {
+            "input_tokens": self.usage.input_tokens,
+            "output_tokens": self.usage.output_tokens,
+            "latency_s": self.latency_s,
+            "attempts": self.attempts,
+        }
+        if grades is not None:
+            return graded_votes(self.slot, self.item, self.rubrics, grades, self.returned, spent)
+        return abstained_votes(
+            self.slot, self.item, self.rubrics, self.dims, self.reason, self.failure, self.returned, spent
         )
 
 
@@ -352,20 +365,16 @@ def _droppable(exc: ProviderError, request: dict[str, Any]) -> str | None:
     return next((p for p in _DROPPABLE if p in request and p in text), None)
 
 
-def _read_completion(
-    completion: dict[str, Any], dims: tuple[Dimension, ...]
+def read_reply(
+    content: Any, stop: Any, refusal: Any, dims: tuple[Dimension, ...]
 ) -> tuple[dict[Dimension, DimensionGrade] | None, str, JudgeFailure]:
-    """The grades in a chat-completions body, or None, why not and the kind of failure."""
-    choices = completion.get("choices") or [{}]
-    choice = choices[0] if isinstance(choices[0], dict) else {}
-    message = choice.get("message") or {}
-    finish = choice.get("finish_reason")
-    if message.get("refusal") or finish == "content_filter":
-        return None, f"the model refused: {excerpt(str(message.get('refusal') or finish), 200)}", "refused"
-    content = message.get("content")
-    if finish == "length":
+    """The grades in a judge's reply, or ``None``, why not and the kind of failure: refused (a ``refusal``, a content
+    filter's stop, or text that opens as a refusal), cut short by its token limit, empty, or not the JSON asked for."""
+    if refusal or stop == "content_filter":
+        return None, f"the model refused: {excerpt(str(refusal or stop), 200)}", "refused"
+    if stop in _TRUNCATED:
         shown = f"; the reply began: {excerpt(content)!r}" if isinstance(content, str) and content.strip() else ""
-        return None, f"the reply was truncated (finish_reason length){shown}", "malformed"
+        return None, f"the reply was truncated (finish_reason {stop}){shown}", "malformed"
     if not isinstance(content, str) or not content.strip():
         return None, "the reply was empty", "malformed"
     try:

@@ -1,9 +1,9 @@
 """Judge slots for an Inspect run: an Inspect model role with our rubrics and prompt, or the offline ``ref`` judge.
 
 A model role's judge asks exactly what :class:`~runner.grading.judge.LLMJudge` asks (``build_messages``: the six
-rubrics, the fenced agent text) and reads the reply with the same parser; a reply that does not parse, is cut
-short or is refused is asked again up to ``max_attempts`` calls, then every dimension abstains with the reason,
-as under ``ispm run``. Inspect's model client makes the call, with its own retries.
+rubrics, the fenced agent text) and tries as it does (:class:`~runner.grading.judge.Tries`): a reply that does not
+parse, is cut short or is refused is asked again up to ``max_attempts`` calls, then every dimension abstains with
+the reason, as under ``ispm run``. Inspect's model client makes the call, with its own retries.
 
 Grading (:func:`runner.grading.grade.grade_sample`) is synchronous and runs on a worker thread; a model judge's
 ``judge`` hops back to the event loop for each call.
@@ -17,20 +17,8 @@ from collections.abc import Sequence
 import anyio.from_thread
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, GenerateConfig, Model, get_model
 
-from runner.grading.judge import (
-    DEFAULT_MAX_TOKENS,
-    Judge,
-    JudgeFailure,
-    JudgeInput,
-    JudgeOutputError,
-    JudgeVote,
-    abstained_votes,
-    build_messages,
-    dimensions_for,
-    excerpt,
-    graded_votes,
-    parse_reply,
-)
+from runner.call import Usage
+from runner.grading.judge import DEFAULT_MAX_TOKENS, Judge, JudgeInput, JudgeVote, Tries, build_messages, excerpt
 from runner.grading.reference_judge import ReferenceJudge
 from runner.grading.rubric import RubricSet
 from runner.grading.slots import is_reference
@@ -56,44 +44,29 @@ class RoleJudge:
 
     async def ask(self, item: JudgeInput) -> list[JudgeVote]:
         """As :meth:`judge`, on the event loop: never raises for a bad reply or a failed call."""
-        dims = dimensions_for(item.task)
+        tries = Tries(self, item, self.rubrics, self.max_attempts)
         messages: list[ChatMessage] = [
             ChatMessageSystem(content=m["content"]) if m["role"] == "system" else ChatMessageUser(content=m["content"])
             for m in build_messages(item, self.rubrics, secrets.token_hex(12))
         ]
         config = GenerateConfig(temperature=0, max_tokens=DEFAULT_MAX_TOKENS)
-        spent = {"input_tokens": 0, "output_tokens": 0, "latency_s": 0.0, "attempts": 0}
-        returned: str | None = None
-        reason = "no attempt was made"
-        failure: JudgeFailure = "error"
-        while spent["attempts"] < self.max_attempts:
-            spent["attempts"] += 1
+        while tries.next():
             try:
                 output = await self.model.generate(messages, config=config)
             except Exception as exc:  # the provider failed past Inspect's own retries: abstain, as LLMJudge does
-                reason, failure = f"provider error: {excerpt(str(exc), 400)}", "error"
+                tries.failed(f"provider error: {excerpt(str(exc), 400)}")
                 break
-            if output.usage is not None:
-                spent["input_tokens"] += output.usage.input_tokens
-                spent["output_tokens"] += output.usage.output_tokens
-            spent["latency_s"] += output.time or 0.0
-            returned = output.model or returned
-            if output.stop_reason == "content_filter":
-                reason, failure = "the model refused (content_filter)", "refused"
-                continue
-            if output.stop_reason in ("max_tokens", "model_length"):
-                reason, failure = f"the reply was truncated ({output.stop_reason})", "malformed"
-                continue
-            try:
-                grades = parse_reply(output.completion, dims)
-            except JudgeOutputError as exc:
-                reason, failure = (
-                    f"malformed reply: {exc}; the reply began: {excerpt(output.completion)!r}",
-                    "malformed",
-                )
-                continue
-            return graded_votes(self, item, self.rubrics, grades, returned, spent)
-        return abstained_votes(self, item, self.rubrics, dims, reason, failure, returned, spent)
+            used = output.usage
+            grades = tries.answered(
+                text=output.completion,
+                stop=output.stop_reason,
+                usage=Usage(input_tokens=used.input_tokens, output_tokens=used.output_tokens) if used else None,
+                latency_s=output.time or 0.0,
+                model=output.model or None,
+            )
+            if grades is not None:
+                return tries.votes(grades)
+        return tries.votes()
 
 
 def make_judges(slots: Sequence[str], rubrics: RubricSet) -> list[Judge]:

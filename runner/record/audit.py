@@ -40,9 +40,8 @@ from runner.run.digests import current_digests
 from runner.run.journal import JOURNAL_NAME, Entry, RunStarted, SampleFinished, SampleGraded, scan_entries
 from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
-from runner.trace.model import SampleKey
-from runner.trace.reader import read_part
-from runner.trace.storage import TranscriptError
+from runner.transcript.model import SampleKey
+from runner.transcript.storage import TranscriptError, read_part
 from runner.world.verify import verify
 
 # A tampered vote can change hundreds of derived fields; the first ones locate it, the rest are counted.

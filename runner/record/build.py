@@ -20,6 +20,7 @@ from runner.record.model import (
     DimensionScore,
     InterJudge,
     LeftOutNode,
+    RecordedCall,
     Reliability,
     RunRecord,
     RunStatus,
@@ -173,14 +174,7 @@ def _sample(finished: SampleFinished | None, graded: SampleGraded, duplicates: l
     output, usage = finished.output, finished.usage
     agent = None
     if usage is not None:
-        agent = TokenCount(
-            requests=usage.requests,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            failed_requests=len(usage.errors),
-            cached_tokens=usage.cached_tokens,
-            reasoning_tokens=usage.reasoning_tokens,
-        )
+        agent = TokenCount(requests=usage.requests, failed_requests=len(usage.errors), **usage.tokens.model_dump())
     # Every vote of one (task, epoch, judge) carries the totals of that judge's calls: count them once.
     judges: dict[str, TokenCount] = {}
     for v in graded.votes:
@@ -200,7 +194,7 @@ def _sample(finished: SampleFinished | None, graded: SampleGraded, duplicates: l
         grade_s=graded.grade_s,
         graded=graded.graded,
         agent=agent,
-        agent_calls=list(usage.calls) if usage is not None else [],
+        agent_calls=[RecordedCall.of(call) for call in usage.calls] if usage is not None else [],
         judges=judges,
         votes=graded.votes,
         node=finished.node,
@@ -215,14 +209,7 @@ def _phases(samples: Sequence[SampleRecord]) -> dict[str, float]:
 
 
 def _total(counts: Sequence[TokenCount]) -> TokenCount:
-    return TokenCount(
-        requests=sum(c.requests for c in counts),
-        input_tokens=sum(c.input_tokens for c in counts),
-        output_tokens=sum(c.output_tokens for c in counts),
-        failed_requests=sum(c.failed_requests for c in counts),
-        cached_tokens=sum(c.cached_tokens for c in counts),
-        reasoning_tokens=sum(c.reasoning_tokens for c in counts),
-    )
+    return sum(counts, TokenCount())
 
 
 def _failures(samples: Sequence[SampleRecord]) -> dict[str, int]:

@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
+from runner.call import CallApi, CallOutcome, ModelCall, Usage
 from runner.contract import SampleStatus, SampleTimings
-from runner.gateway.model import ModelCall
 from runner.grading.coverage import CoverageReport
 from runner.grading.grades import Dimension, Grade
 from runner.grading.model import JudgeVote
@@ -120,21 +121,63 @@ class Scores(_Model):
     """Every task's consensus, in task order."""
 
 
-class TokenCount(_Model):
-    """Requests (steps) and tokens, as counted by the gateway or the judge clients, never self-reported."""
+class TokenCount(Usage):
+    """Requests (steps) and tokens, as counted by the gateway or the judge clients, never self-reported: a
+    :class:`~runner.call.Usage` with its requests. The judges' count only their input and output tokens."""
 
     requests: int = 0
     """Model requests (steps); for a judge, its calls."""
-    input_tokens: int = 0
-    """Prompt tokens, cached ones included."""
-    output_tokens: int = 0
-    """Completion tokens, reasoning included."""
     failed_requests: int = 0
     """Requests that failed after the client's retries, as the gateway counted them (the agent's only)."""
+    cache_write_tokens: SkipJsonSchema[int] = Field(default=0, exclude=True)
+    """Not in the v1 record, which is frozen: ``input_tokens`` counts the cache writes with the rest."""
+
+
+_TOKENS = frozenset(("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens"))
+
+
+class RecordedCall(_Model):
+    """One model request of the agent as the v1 record publishes it: a :class:`~runner.call.ModelCall`'s figures,
+    its tokens flat. Frozen with the record: what the model of a call gains (cache writes, its time, its content)
+    reaches the journal and the transcript, not ``record.json``."""
+
+    api: CallApi
+    """The agent-facing API it came in on."""
+    provider_api: CallApi | None
+    """The API it went to the provider in (equal to ``api`` when passed through); ``None`` if never sent."""
+    requested_model: str | None
+    """The model name the agent asked for; every request goes to the run's candidate whatever it says."""
+    stream: bool
+    """Whether the agent asked for a streamed reply."""
+    outcome: CallOutcome
+    """How the request ended."""
+    status: int
+    """The HTTP status the agent got."""
+    input_tokens: int = 0
+    """Prompt tokens the provider reported, cached ones included; what was known when a stream broke."""
+    output_tokens: int = 0
+    """Completion tokens the provider reported, reasoning included."""
     cached_tokens: int = 0
-    """Prompt tokens the provider served from its cache, where it says so (the agent's only)."""
+    """Prompt tokens served from the provider's cache."""
     reasoning_tokens: int = 0
-    """Output tokens spent reasoning, where the provider says so (the agent's only)."""
+    """Output tokens spent reasoning, where reported."""
+    returned_model: str | None = None
+    """The model id the provider returned."""
+    attempts: int = 0
+    """Provider tries, retries before the first byte included."""
+    latency_s: float = 0.0
+    """Seconds from the request's arrival to its last byte (or failure)."""
+    ttft_s: float | None = None
+    """Streams: seconds from the request's arrival to the provider's first output event; ``None`` when not
+    streamed or when none came."""
+    error: str | None = None
+    """A bounded, redacted description when ``outcome`` is not ``ok``."""
+
+    @classmethod
+    def of(cls, call: ModelCall) -> RecordedCall:
+        """The record's entry for ``call``."""
+        figures = call.model_dump(include=set(cls.model_fields) - _TOKENS)
+        return cls(**figures, **(call.usage or Usage()).model_dump(include=set(_TOKENS)))
 
 
 class SampleRecord(_Model):
@@ -165,7 +208,7 @@ class SampleRecord(_Model):
     """Whether the judges graded it (an ungraded sample counts ``incorrect`` on every dimension)."""
     agent: TokenCount | None = None
     """The agent's steps and tokens from the gateway; ``None`` when the run had no gateway (calibration)."""
-    agent_calls: list[ModelCall] = Field(default_factory=list)
+    agent_calls: list[RecordedCall] = Field(default_factory=list)
     """Every model request of the agent, in order, as the gateway booked it: the API, the model the agent asked
     for, tokens, latency, time to first token, and how it ended (docs/gateway.md)."""
     judges: dict[str, TokenCount] = Field(default_factory=dict)

@@ -24,14 +24,12 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from runner import log
 from runner.grading.coverage import CoverageReport, JoinEdge
 from runner.grading.grades import DIMENSIONS, Dimension, Grade
 from runner.grading.model import JudgeVote
 from runner.paths import scoring_doc, tasks_dir
 from runner.record.build import load_record
 from runner.record.model import FAILURE_KINDS, RunRecord, SampleRecord, TokenCount
-from runner.record.sample_page import write_sample_pages
 from runner.record.standing import no_score_reason, unranked_reason
 from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
@@ -479,10 +477,15 @@ def render_report(
 
 
 def write_report(
-    run_dir: Path, record: RunRecord | None = None, out: Path | None = None, tasks: Sequence[Task] | None = None
+    run_dir: Path,
+    record: RunRecord | None = None,
+    out: Path | None = None,
+    tasks: Sequence[Task] | None = None,
+    sample_links: dict[tuple[str, int], str] | None = None,
 ) -> Path:
-    """Write the report of the run in ``run_dir`` (``report.html`` beside ``record.json`` by default), and each
-    sample's page in ``samples/`` beside it (:mod:`runner.record.sample_page`).
+    """Write the report of the run in ``run_dir`` (``report.html`` beside ``record.json`` by default), linking each
+    sample to its page as ``sample_links`` says (:func:`runner.trace.sample_page.write_report_and_pages` writes the
+    pages, then this).
 
     ``record`` and ``tasks`` save re-reading ``record.json`` and the task set when the caller just did.
 
@@ -493,11 +496,7 @@ def write_report(
     task_set = tasks if tasks is not None else load_tasks(tasks_dir())
     target = out or run_dir / REPORT_NAME
     target.parent.mkdir(parents=True, exist_ok=True)
-    titles = {t.id: t.title for t in task_set}
-    links, notes = write_sample_pages(environment(), run_dir, target.parent, titles)
-    for note in notes:
-        log.get(__name__).warning("report.sample_page_skipped", reason=note)
-    page = render_report(record, task_set, scoring_doc().read_text(encoding="utf-8"), links)
+    page = render_report(record, task_set, scoring_doc().read_text(encoding="utf-8"), sample_links or {})
     scratch = target.with_name(target.name + ".tmp")
     scratch.write_text(page, encoding="utf-8")
     os.replace(scratch, target)  # a reader never sees half a page

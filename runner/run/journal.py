@@ -24,7 +24,7 @@ from runner.grading.coverage import CoverageReport
 from runner.grading.model import JudgeVote
 from runner.run.model import JudgeDryRun
 from runner.run.spec import Digests, RunError, RunSpec
-from runner.trace.model import TranscriptRef
+from runner.transcript.model import TranscriptRef
 
 JOURNAL_NAME = "journal.jsonl"
 

@@ -18,7 +18,7 @@ from runner.contract import SampleOutput
 from runner.gateway.model import SampleUsage
 from runner.run.journal import SampleAttempt
 from runner.sandbox.backend import Backend, SampleSpec, run_linked
-from runner.trace.storage import EncodedPart, TranscriptBuilder
+from runner.transcript.storage import EncodedPart, TranscriptBuilder
 
 if TYPE_CHECKING:
     from runner.gateway.server import Gateway

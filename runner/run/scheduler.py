@@ -46,9 +46,10 @@ from pathlib import Path
 from typing import Literal
 
 from runner import log
+from runner.call import Caller
 from runner.contract import SampleOutput
 from runner.errors import SandboxError
-from runner.gateway.capture import JudgeCapture
+from runner.gateway.providers import host_secrets
 from runner.grading.grade import GradingContext, grade_sample
 from runner.grading.judge import Judge, LLMJudge
 from runner.run.breaker import Breakers
@@ -67,8 +68,9 @@ from runner.sandbox.backend import SampleSpec
 from runner.tasks.model import Task
 from runner.tasks.truth import TaskTruth
 from runner.tasks.view import agent_files
-from runner.trace.model import Caller, SampleKey, TranscriptRef
-from runner.trace.storage import EncodedPart, TranscriptBuilder, TranscriptError, write_part
+from runner.transcript.capture import JudgeCapture
+from runner.transcript.model import SampleKey, TranscriptRef
+from runner.transcript.storage import EncodedPart, TranscriptBuilder, TranscriptError, write_part
 
 _log = log.get(__name__)
 
@@ -182,7 +184,7 @@ class _Worker:
         self._local = threading.local()
         self._contexts: list[GradingContext] = []
         self._lock = threading.Lock()
-        self.judge_capture = JudgeCapture()
+        self.judge_capture = JudgeCapture(host_secrets())
         """The model judges' calls, per sample, for the judges' part of its transcript."""
         slots: tuple[Caller, Caller] = ("judge_a", "judge_b")
         for slot, judge in zip(slots, plan.judges, strict=False):

@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from runner.record.report import REPORT_NAME
-from runner.record.sample_page import SAMPLES_DIR
 from runner.record.store import load_records
 from runner.site import render
 from runner.site.links import DOWNLOADS_DIR, PAGES, Links
 from runner.site.model import PublishedRun, SiteBuild, SiteSources
 from runner.site.results import published_run, task_results
+from runner.trace.sample_page import SAMPLES_DIR
 from runner.world import MANIFEST_NAME, SNAPSHOT_NAME
 
 

@@ -28,8 +28,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from runner import __version__
+from runner.call import ReasoningBlock, TextBlock, ToolCallBlock
 from runner.trace.conversation import Message, ToolResultBlock
-from runner.trace.model import ReasoningBlock, TextBlock, ToolCallBlock
 from runner.trace.timeline import (
     AgentStep,
     AnswerStep,
@@ -218,10 +218,11 @@ def _query(q: QueryStep) -> dict[str, Any]:
 def _agent_step(call: CallStep, following: CallStep | None, queries: list[QueryStep]) -> AtifStep:
     text, thought, tool_calls = _texts(call.reply)
     results = _results(following.sent, {c.tool_call_id for c in tool_calls}) if following else []
-    usage = call.usage
-    extra: dict[str, Any] = {"api": call.api, "outcome": call.outcome, "stop_reason": call.stop_reason}
-    if call.error:
-        extra["error"] = call.error
+    figures = call.call
+    usage = figures.usage
+    extra: dict[str, Any] = {"api": figures.api, "outcome": figures.outcome, "stop_reason": call.stop_reason}
+    if figures.error:
+        extra["error"] = figures.error
     if call.content != "kept":
         extra["content"] = call.content
     if queries:
@@ -230,7 +231,7 @@ def _agent_step(call: CallStep, following: CallStep | None, queries: list[QueryS
         step_id=0,
         timestamp=_time(call.at),
         source="agent",
-        model_name=call.returned_model or call.requested_model,
+        model_name=figures.returned_model or figures.requested_model,
         message=text,
         reasoning_content=thought,
         tool_calls=tool_calls or None,
@@ -241,8 +242,8 @@ def _agent_step(call: CallStep, following: CallStep | None, queries: list[QueryS
             cached_tokens=usage.cached_tokens if usage else None,
             extra={
                 "reasoning_tokens": usage.reasoning_tokens if usage else 0,
-                "latency_s": call.latency_s,
-                "ttft_s": call.ttft_s,
+                "latency_s": figures.latency_s,
+                "ttft_s": figures.ttft_s,
             },
         ),
         extra=extra,
@@ -252,7 +253,7 @@ def _agent_step(call: CallStep, following: CallStep | None, queries: list[QueryS
 
 def trajectory_steps(timeline: SampleTimeline, prompt: str | None) -> list[AtifStep]:
     """The ATIF steps of one timeline (numbered from 1)."""
-    calls = [e for e in timeline.events if isinstance(e, CallStep) and e.caller == "candidate"]
+    calls = [e for e in timeline.events if isinstance(e, CallStep) and e.call.caller == "candidate"]
     queries = [e for e in timeline.events if isinstance(e, QueryStep)]
     answer = next((e for e in timeline.events if isinstance(e, AnswerStep)), None)
     steps: list[AtifStep] = []
@@ -332,9 +333,9 @@ def trajectory(
         steps=steps,
         notes="; ".join(timeline.notes) or None,
         final_metrics=AtifFinalMetrics(
-            total_prompt_tokens=a.input_tokens,
-            total_completion_tokens=a.output_tokens,
-            total_cached_tokens=a.cached_tokens,
+            total_prompt_tokens=a.usage.input_tokens,
+            total_completion_tokens=a.usage.output_tokens,
+            total_cached_tokens=a.usage.cached_tokens,
             total_steps=len(steps),
         ),
         extra={

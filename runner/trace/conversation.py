@@ -1,7 +1,7 @@
 """A model call's request read as a conversation: messages by role, in one shape whatever the wire API.
 
 The transcript keeps each request as the caller sent it, in its own API (chat completions, Responses, Messages);
-the response is already assembled into API-neutral blocks (:class:`~runner.trace.model.AssembledResponse`). This
+the response is already assembled into API-neutral blocks (:class:`~runner.call.Reply`). This
 module reads the three request shapes into :class:`Message` lists built from the same blocks, plus
 :class:`ToolResultBlock` for what a tool returned, so the timeline, the sample page and the exports read one shape.
 
@@ -10,7 +10,7 @@ previous one (the tool results, a new user turn); a request that does not extend
 rewritten history, a side request) is shown whole and flagged.
 
 Everything here is the agent's or the model's text: kept as sent, escaped where shown. The functions are pure and
-total: a body of an unexpected shape becomes :class:`~runner.trace.model.OtherBlock` parts, never an exception.
+total: a body of an unexpected shape becomes :class:`~runner.call.OtherBlock` parts, never an exception.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runner.trace.model import CallApi, OtherBlock, ReasoningBlock, ResponseBlock, TextBlock, ToolCallBlock
+from runner.call import CallApi, OtherBlock, ReasoningBlock, ResponseBlock, TextBlock, ToolCallBlock
 
 T = TypeVar("T")
 

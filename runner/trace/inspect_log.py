@@ -24,10 +24,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from runner import __version__
+from runner.call import OtherBlock, ReasoningBlock, TextBlock, ToolCallBlock
 from runner.grading.grades import Grade
 from runner.record.model import RunRecord
 from runner.trace.conversation import Message, ToolResultBlock
-from runner.trace.model import OtherBlock, ReasoningBlock, TextBlock, ToolCallBlock
 from runner.trace.timeline import AnswerStep, CallStep, SampleTimeline, VoteStep
 
 INSPECT_LOG_VERSION = 2
@@ -261,7 +261,9 @@ def _messages(sent: Sequence[Message], names: dict[str, str]) -> list[MessageOut
 
 def conversation(timeline: SampleTimeline, prompt: str) -> list[MessageOut]:
     """The agent's conversation as Inspect messages: the system prompt, then each turn sent and each reply."""
-    calls = [e for e in timeline.events if isinstance(e, CallStep) and e.caller == "candidate" and e.content == "kept"]
+    calls = [
+        e for e in timeline.events if isinstance(e, CallStep) and e.call.caller == "candidate" and e.content == "kept"
+    ]
     out: list[MessageOut] = []
     names: dict[str, str] = {}
     for call in calls:
@@ -270,7 +272,7 @@ def conversation(timeline: SampleTimeline, prompt: str) -> list[MessageOut]:
         out += _messages(call.sent, names)
         if call.reply is not None:
             names.update({p.id: p.name for p in call.reply.parts if isinstance(p, ToolCallBlock) and p.id})
-            out.append(_assistant(call.reply, call.returned_model or call.requested_model))
+            out.append(_assistant(call.reply, call.call.returned_model or call.call.requested_model))
     if not out:
         out.append(MessageOut(role="user", content=prompt, source="input"))
     return out
@@ -309,7 +311,7 @@ def _usage_by_model(calls: Sequence[tuple[str, CallStep]]) -> dict[str, UsageOut
     """Each model's tokens over ``calls``: the agent's under the candidate, a judge's under its alias."""
     sums: dict[str, list[int]] = {}
     for name, call in calls:
-        u = call.usage
+        u = call.call.usage
         if u is not None:
             total = sums.setdefault(name, [0, 0, 0, 0])
             for i, n in enumerate((u.input_tokens, u.output_tokens, u.cached_tokens, u.reasoning_tokens)):
@@ -323,9 +325,9 @@ def eval_sample(timeline: SampleTimeline, prompt: str, consensus: dict[str, Grad
     votes = [e for e in timeline.events if isinstance(e, VoteStep)]
     verdict = answer.answer.verdict if answer and answer.answer else None
     response = answer.answer.response if answer and answer.answer else ""
-    calls = [e for e in timeline.events if isinstance(e, CallStep) and e.caller == "candidate"]
-    judged = [e for e in timeline.events if isinstance(e, CallStep) and e.caller != "candidate"]
-    usage = _usage_by_model([(model, c) for c in calls] + [(c.judge or c.caller, c) for c in judged])
+    calls = [e for e in timeline.events if isinstance(e, CallStep) and e.call.caller == "candidate"]
+    judged = [e for e in timeline.events if isinstance(e, CallStep) and e.call.caller != "candidate"]
+    usage = _usage_by_model([(model, c) for c in calls] + [(c.call.judge or c.call.caller, c) for c in judged])
     failed = answer is not None and answer.status != "ok"
     return SampleOut(
         id=timeline.task_id,

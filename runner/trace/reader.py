@@ -3,7 +3,8 @@
 The contract a reader (``ispm trace``, the report's sample pages, the exports) builds on:
 
 - :func:`list_transcripts` names every sample of a run with a transcript, and where each part is;
-- :func:`load_transcript` returns one sample's :class:`~runner.trace.model.Transcript`, the candidate's calls then
+- :func:`~runner.transcript.storage.read_part` (re-exported here) reads one part through its journaled reference;
+- :func:`load_transcript` returns one sample's :class:`~runner.transcript.model.Transcript`, the candidate's calls then
   the judges', every reference resolved to full requests and responses. It raises :class:`TranscriptError` naming
   the sample and the file when a part is missing, damaged, or not the bytes the journal names.
 
@@ -13,15 +14,14 @@ the last ``sample_graded`` count, as the record does.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
 from runner.errors import IspmError
 from runner.run.journal import JOURNAL_NAME, Entry, RunStarted, SampleFinished, SampleGraded, read_entries
-from runner.trace.model import SampleKey, Transcript, TranscriptEvent, TranscriptRef
-from runner.trace.storage import MAX_FILE_BYTES, TranscriptError, read_stored, resolve
+from runner.transcript.model import SampleKey, Transcript, TranscriptEvent, TranscriptRef
+from runner.transcript.storage import TranscriptError, read_part
 
 __all__ = ["SampleTranscripts", "TranscriptError", "list_transcripts", "load_transcript", "read_part", "transcripts_in"]
 
@@ -78,31 +78,6 @@ def transcripts_in(entries: list[Entry]) -> list[SampleTranscripts]:
                 order.append(key)
     found = [SampleTranscripts(sample=k, candidate=candidate.get(k), judges=judges.get(k)) for k in order]
     return [s for s in found if s.parts()]
-
-
-def read_part(run_dir: Path, ref: TranscriptRef, sample: SampleKey) -> list[TranscriptEvent]:
-    """One part's events, after checking its bytes against ``ref``.
-
-    Raises:
-        TranscriptError: the file is missing, is not the bytes the journal names, or is damaged.
-    """
-    where = f"sample {sample.label()}: {ref.path}"
-    path = run_dir / ref.path
-    if not path.resolve().is_relative_to(run_dir.resolve()):  # a tampered journal must not read outside the run
-        raise TranscriptError(f"{where}: the path leaves the run folder")
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise TranscriptError(f"{where}: over the {MAX_FILE_BYTES}-byte limit")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise TranscriptError(f"{where}: cannot read: {exc.strerror or exc}") from exc
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != ref.sha256:
-        raise TranscriptError(f"{where}: changed: its sha256 {digest[:16]}… is not the journaled {ref.sha256[:16]}…")
-    stored = read_stored(data, where)
-    if stored.sample != sample:
-        raise TranscriptError(f"{where}: holds sample {stored.sample.label()}")
-    return resolve(stored, where)
 
 
 def load_transcript(run_dir: Path, sample: SampleKey) -> Transcript:

@@ -10,8 +10,8 @@ import json
 import re
 from collections.abc import Iterator
 
+from runner.call import OtherBlock, ReasoningBlock, TextBlock, ToolCallBlock
 from runner.trace.conversation import Message, ToolResultBlock
-from runner.trace.model import OtherBlock, ReasoningBlock, TextBlock, ToolCallBlock
 from runner.trace.sql_text import SqlLayout, sql_of_call
 from runner.trace.timeline import AgentStep, AnswerStep, CallStep, CapStep, QueryStep, SampleTimeline, Step, VoteStep
 
@@ -45,7 +45,7 @@ def _time(step: Step) -> str:
 
 
 def _tokens(step: CallStep) -> str:
-    u = step.usage
+    u = step.call.usage
     if u is None:
         return "no usage reported"
     cached = f", {u.cached_tokens} cached" if u.cached_tokens else ""
@@ -72,13 +72,14 @@ def _message(message: Message, sql: SqlLayout, role: str | None = None) -> Itera
 
 
 def _call(step: CallStep, sql: SqlLayout) -> Iterator[str]:
-    who = "model call" if step.caller == "candidate" else f"judge call ({inert(step.judge or step.caller)})"
-    route = step.api if step.provider_api in (None, step.api) else f"{step.api}->{step.provider_api}"
-    model = inert(step.returned_model or step.requested_model or "?")
-    ending = step.outcome if step.outcome != "ok" else (step.stop_reason or "ok")
-    yield (f"{_time(step)}  {who} {step.number}  {route}  {model}  {_tokens(step)}  {step.latency_s:.2f} s  {ending}")
-    if step.error:
-        yield f"{INDENT}error: {cut(step.error)}"
+    call = step.call
+    who = "model call" if call.caller == "candidate" else f"judge call ({inert(call.judge or call.caller)})"
+    route = call.api if call.provider_api in (None, call.api) else f"{call.api}->{call.provider_api}"
+    model = inert(call.returned_model or call.requested_model or "?")
+    ending = call.outcome if call.outcome != "ok" else (step.stop_reason or "ok")
+    yield (f"{_time(step)}  {who} {step.number}  {route}  {model}  {_tokens(step)}  {call.latency_s:.2f} s  {ending}")
+    if call.error:
+        yield f"{INDENT}error: {cut(call.error)}"
     if step.content == "none":
         return
     if step.request_note:
@@ -94,7 +95,7 @@ def _call(step: CallStep, sql: SqlLayout) -> Iterator[str]:
     if step.reply is not None:
         if not step.complete:
             yield f"{INDENT}(the reply was cut; what arrived:)"
-        yield from _message(step.reply, sql, None if step.caller == "candidate" else "judge")
+        yield from _message(step.reply, sql, None if call.caller == "candidate" else "judge")
 
 
 def _query(step: QueryStep, sql: SqlLayout) -> Iterator[str]:
@@ -126,8 +127,8 @@ def lines(timeline: SampleTimeline, sql: SqlLayout | None = None) -> Iterator[st
     yield f"{timeline.task_id} epoch {timeline.epoch} · {status} · run {timeline.run_id or '?'}"
     a, j = timeline.agent, timeline.judges
     yield (
-        f"agent: {a.calls} calls, {a.input_tokens} in / {a.output_tokens} out tokens · "
-        f"judges: {j.calls} calls, {j.input_tokens} in / {j.output_tokens} out tokens · "
+        f"agent: {a.calls} calls, {a.usage.input_tokens} in / {a.usage.output_tokens} out tokens · "
+        f"judges: {j.calls} calls, {j.usage.input_tokens} in / {j.usage.output_tokens} out tokens · "
         f"transcript {timeline.transcript}"
     )
     for note in timeline.notes:

@@ -27,27 +27,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runner.call import Caller, ModelCall, Usage
 from runner.contract import Answer, QueryLogEntry, SampleStatus
 from runner.errors import IspmError
-from runner.gateway.model import ModelCall
 from runner.grading.grades import Dimension, Grade
 from runner.grading.model import JudgeFailure
 from runner.run.journal import JOURNAL_NAME, RunStarted, SampleFinished, SampleGraded, read_entries
 from runner.trace.conversation import Memo, Message, new_messages, read_request, reply_message
-from runner.trace.model import (
-    CallApi,
-    Caller,
-    CallOutcome,
-    CapReachedEvent,
-    ModelCallEvent,
-    ResponseUsage,
-    SampleKey,
-    Transcript,
-)
-from runner.trace.reader import read_part
+from runner.transcript.model import CapReachedEvent, SampleKey, Transcript
+from runner.transcript.storage import read_part
 
-TIMELINE_VERSION = 1
-"""The version of the timeline's JSON (``ispm trace --json``)."""
+TIMELINE_VERSION = 2
+"""The version of the timeline's JSON (``ispm trace --json``). Version 2 holds each model call's figures as the one
+model of a call (``call``), where version 1 copied them into the step."""
 AGENT_TIME_KEYS = ("ts", "timestamp", "time")
 """Fields of an agent's ``trace.jsonl`` entry read as its time, when one holds an ISO 8601 string."""
 
@@ -62,39 +54,14 @@ class _Model(BaseModel):
 
 
 class CallStep(_Model):
-    """One model call: what the caller added to the conversation, the reply, and what it cost."""
+    """One model call: its figures, what the caller added to the conversation, and the reply."""
 
     kind: Literal["model_call"] = "model_call"
-    at: datetime | None
-    """When the request arrived at the gateway (UTC); ``None`` when the run kept only the call's figures."""
     number: int
     """The call's number among its caller's calls of this sample, from 1."""
-    caller: Caller
-    """The agent (``candidate``) or a judge slot."""
-    judge: str | None = None
-    """The judge's alias, for a judge's call."""
-    api: CallApi
-    """The API the caller spoke."""
-    provider_api: CallApi | None
-    """The API the provider was spoken to in; ``None`` when never sent."""
-    requested_model: str | None
-    """The model the caller asked for."""
-    returned_model: str | None
-    """The model id the provider returned."""
-    stream: bool
-    """Whether the caller asked for a stream."""
-    status: int
-    """The HTTP status the caller got."""
-    outcome: CallOutcome
-    """How the call ended."""
-    error: str | None = None
-    """Why, when it did not end ``ok``."""
-    latency_s: float
-    """Seconds to the last byte or the failure."""
-    ttft_s: float | None = None
-    """Streams: seconds to the first output event."""
-    usage: ResponseUsage | None = None
-    """The tokens the provider reported for this call."""
+    call: ModelCall
+    """Who made it, how and when, what it used and how it ended: the call without its content (which ``sent`` and
+    ``reply`` show as a conversation). Its ``started_at`` is ``None`` when the run kept only the call's figures."""
     content: Literal["kept", "omitted", "none"]
     """``kept``: the request and reply are below; ``omitted``: past the sample's capture cap, figures only;
     ``none``: the run kept no transcript of this sample (figures from the gateway's accounting)."""
@@ -112,10 +79,21 @@ class CallStep(_Model):
     """Why the request is not shown as messages (a body that was not JSON, too large, past the cap)."""
     reply: Message | None = None
     """The reply, assembled from the stream; ``None`` when none began."""
-    stop_reason: str | None = None
-    """Why the model stopped, in the provider's words."""
-    complete: bool = True
-    """Whether the reply arrived whole (``False``: a cut stream, this is what arrived)."""
+
+    @property
+    def at(self) -> datetime | None:
+        """When the request arrived at the gateway (UTC); ``None`` when the run kept only the call's figures."""
+        return self.call.started_at
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the model stopped, in the provider's words."""
+        return self.call.response.stop_reason if self.call.response is not None else None
+
+    @property
+    def complete(self) -> bool:
+        """Whether the reply arrived whole (``False``: a cut stream, ``reply`` is what arrived)."""
+        return self.call.response.complete if self.call.response is not None else self.call.cut is None
 
 
 class QueryStep(_Model):
@@ -207,12 +185,8 @@ class Totals(_Model):
 
     calls: int = 0
     """Model calls."""
-    input_tokens: int = 0
-    """Prompt tokens, cached ones included."""
-    output_tokens: int = 0
-    """Completion tokens, reasoning included."""
-    cached_tokens: int = 0
-    """Prompt tokens served from the provider's cache."""
+    usage: Usage = Field(default_factory=Usage)
+    """Their tokens."""
 
 
 class SampleTimeline(_Model):
@@ -255,20 +229,22 @@ def parse_time(value: object) -> datetime | None:
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
-def call_steps(calls: Sequence[ModelCallEvent]) -> list[CallStep]:
+def call_steps(calls: Sequence[ModelCall]) -> list[CallStep]:
     """The transcript's calls as steps, each with what it added to its caller's conversation."""
     steps: list[CallStep] = []
     last: dict[str, tuple[list[Message], Message | None, str | None, list[str]]] = {}
     memo = Memo()
     for call in calls:
         lane = f"{call.caller}:{call.judge}"
-        request = read_request(call.api, call.request.content if call.request.encoding == "json" else None, memo)
+        body = call.request
+        json_request = body is not None and body.encoding == "json"
+        request = read_request(call.api, body.content if body is not None and json_request else None, memo)
         reply = reply_message(call.response.blocks) if call.response is not None else None
         note = None
         if call.content_omitted:
             note = "past the sample's capture cap: figures only"
-        elif call.request.encoding != "json":
-            note = f"request kept as {call.request.encoding}" + (f": {call.request.note}" if call.request.note else "")
+        elif body is not None and not json_request:
+            note = f"request kept as {body.encoding}" + (f": {body.note}" if body.note else "")
         previous = last.get(lane)
         if note is None:
             before, answered = (previous[0], previous[1]) if previous else (None, None)
@@ -278,24 +254,10 @@ def call_steps(calls: Sequence[ModelCallEvent]) -> list[CallStep]:
             sent, rewritten = [], False
         system = request.system if note is None and (previous is None or previous[2] != request.system) else None
         tools = request.tools if note is None and (previous is None or previous[3] != request.tools) else None
-        response = call.response
         steps.append(
             CallStep(
-                at=call.started_at,
                 number=call.seq + 1,
-                caller=call.caller,
-                judge=call.judge,
-                api=call.api,
-                provider_api=call.provider_api,
-                requested_model=call.requested_model,
-                returned_model=response.model if response else None,
-                stream=call.stream,
-                status=call.status,
-                outcome=call.outcome,
-                error=call.error,
-                latency_s=call.latency_s,
-                ttft_s=call.ttft_s,
-                usage=response.usage if response else None,
+                call=call.figures(),
                 content="omitted" if call.content_omitted else "kept",
                 system=system,
                 tools=tools or None,
@@ -303,40 +265,15 @@ def call_steps(calls: Sequence[ModelCallEvent]) -> list[CallStep]:
                 history_rewritten=rewritten,
                 request_note=note,
                 reply=reply if not call.content_omitted else None,
-                stop_reason=response.stop_reason if response else None,
-                complete=response.complete if response else call.cut is None,
             )
         )
     return steps
 
 
 def figures_only(calls: Sequence[ModelCall]) -> list[CallStep]:
-    """The gateway's figures of each agent call, for a sample without a transcript: no content, no time."""
-    return [
-        CallStep(
-            at=None,
-            number=i,
-            caller="candidate",
-            api=c.api,
-            provider_api=c.provider_api,
-            requested_model=c.requested_model,
-            returned_model=c.returned_model,
-            stream=c.stream,
-            status=c.status,
-            outcome=c.outcome,
-            error=c.error,
-            latency_s=c.latency_s,
-            ttft_s=c.ttft_s,
-            usage=ResponseUsage(
-                input_tokens=c.input_tokens,
-                output_tokens=c.output_tokens,
-                cached_tokens=c.cached_tokens,
-                reasoning_tokens=c.reasoning_tokens,
-            ),
-            content="none",
-        )
-        for i, c in enumerate(calls, start=1)
-    ]
+    """The gateway's figures of each agent call, for a sample without a transcript: no content (and no time, for a
+    run journaled before calls were timed)."""
+    return [CallStep(number=i, call=c, content="none") for i, c in enumerate(calls, start=1)]
 
 
 def query_steps(queries: Sequence[QueryLogEntry]) -> list[QueryStep]:
@@ -368,13 +305,7 @@ def agent_steps(trace: Sequence[dict[str, object]]) -> list[AgentStep]:
 
 
 def _totals(steps: Sequence[CallStep]) -> Totals:
-    usages = [s.usage for s in steps if s.usage is not None]
-    return Totals(
-        calls=len(steps),
-        input_tokens=sum(u.input_tokens for u in usages),
-        output_tokens=sum(u.output_tokens for u in usages),
-        cached_tokens=sum(u.cached_tokens for u in usages),
-    )
+    return Totals(calls=len(steps), usage=sum((s.call.usage for s in steps if s.call.usage is not None), Usage()))
 
 
 # Within one instant, the order a sample goes through its stages.
@@ -382,7 +313,7 @@ _RANK = {"model_call": 0, "query": 1, "agent_reported": 2, "cap_reached": 3, "an
 
 
 def _rank(step: Step) -> int:
-    if isinstance(step, CallStep) and step.caller != "candidate":
+    if isinstance(step, CallStep) and step.call.caller != "candidate":
         return 5
     return _RANK[step.kind]
 
@@ -393,7 +324,7 @@ def in_time_order(steps: Sequence[Step], start: datetime, end: datetime) -> list
     keyed: list[tuple[datetime, int, int, Step]] = []
     carried: dict[str, datetime] = {}
     for index, step in enumerate(steps):
-        source = step.kind if not isinstance(step, CallStep) else f"call:{step.caller}"
+        source = step.kind if not isinstance(step, CallStep) else f"call:{step.call.caller}"
         fallback = end if isinstance(step, AgentStep) else start
         at = step.at or carried.get(source, fallback)
         carried[source] = at
@@ -419,7 +350,9 @@ def build_timeline(
         calls = call_steps(transcript.calls())
         for event in transcript.events:
             if isinstance(event, CapReachedEvent):
-                first_omitted = next((c.at for c in calls if c.caller == event.caller and c.content == "omitted"), None)
+                first_omitted = next(
+                    (c.at for c in calls if c.call.caller == event.caller and c.content == "omitted"), None
+                )
                 steps.append(CapStep(at=first_omitted, **event.model_dump(exclude={"kind"})))
                 notes.append(
                     f"the capture cap was reached for the {event.caller}: {event.calls_omitted} calls kept their "
@@ -473,8 +406,8 @@ def build_timeline(
         candidate_model=candidate_model,
         transcript=state,
         notes=notes,
-        agent=_totals([c for c in calls if c.caller == "candidate"]),
-        judges=_totals([c for c in calls if c.caller != "candidate"]),
+        agent=_totals([c for c in calls if c.call.caller == "candidate"]),
+        judges=_totals([c for c in calls if c.call.caller != "candidate"]),
         events=in_time_order(steps, start, end),
     )
 

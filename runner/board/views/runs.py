@@ -23,8 +23,8 @@ from runner.board.context import PUBLISHED_DIR
 from runner.board.errors import BoardError
 from runner.board.views.shared import BoardSite, html, present
 from runner.record.report import REPORT_NAME
-from runner.record.sample_page import SAMPLES_DIR, sample_page_path
 from runner.record.verify import statement_paths
+from runner.trace.sample_page import SAMPLES_DIR, sample_page_path
 
 BIDI: Final = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 """The bidirectional formatting characters: marks, embeddings, overrides and isolates."""

@@ -1,16 +1,21 @@
-"""Translation between the three LLM APIs the gateway speaks, and reading token usage off each.
+"""The wire APIs the gateway speaks: reading each one's replies, and translating between them.
 
 Pure functions and small stream state machines over JSON-shaped dicts: no I/O, no HTTP client, no SDK.
-Chat Completions is the pivot: a Messages or Responses agent talking to a chat provider is translated to chat
-and back; a chat agent talking to an Anthropic provider is translated to Messages and back.
 
 - ``api``: ``Api``, ``TranslationError``, and ``StreamTranslator``: every stream translator's ``feed(event, data)``
   and ``close()``, each giving ``(event name, data)`` pairs (chat completions' events have the name ``""``).
-- ``tokens``: ``TokenUsage``, ``usage_of``, ``model_of`` and ``StreamWatch`` (usage off a passing stream).
-- ``chat``: the chat-completions shapes both other APIs' translations build, and ``FromChatStream``, what the
+- ``reply``: ``Reader``, what every API's reader shares: one reply read once, from a body or a stream's events, into
+  its figures (usage, the model id, whether the stream ended, an in-stream error) and the reply put together.
+- ``chat``, ``messages``, ``responses``: one module per API: its reader, and its usage read and written. ``chat``
+  also holds the chat-completions shapes both other APIs' translations build, and ``FromChatStream``, what the
   translators from a chat-completions stream share.
+- ``readers``: the reader of each API (``reader_for``).
 - ``chat_messages``: Chat Completions ⇄ Anthropic Messages, requests, responses and streams.
 - ``chat_responses``: Responses → Chat Completions requests; Chat Completions → Responses responses and streams.
+
+Chat Completions is the pivot: a Messages or Responses agent talking to a chat provider is translated to chat and
+back; a chat agent talking to an Anthropic provider is translated to Messages and back. A new API is one module
+(its reader and usage), one line in ``readers``, and its translation to and from chat.
 """
 
 from runner.gateway.protocols.api import Api, StreamEvent, StreamTranslator, TranslationError
@@ -27,24 +32,23 @@ from runner.gateway.protocols.chat_responses import (
     chat_to_responses_response,
     responses_to_chat_request,
 )
-from runner.gateway.protocols.tokens import StreamWatch, TokenUsage, model_of, usage_of
+from runner.gateway.protocols.readers import reader_for
+from runner.gateway.protocols.reply import Reader
 
 __all__ = [
     "Api",
     "ChatStreamToMessages",
     "ChatStreamToResponses",
     "MessagesStreamToChat",
+    "Reader",
     "StreamEvent",
     "StreamTranslator",
-    "StreamWatch",
-    "TokenUsage",
     "TranslationError",
     "chat_to_messages_request",
     "chat_to_messages_response",
     "chat_to_responses_response",
     "messages_to_chat_request",
     "messages_to_chat_response",
-    "model_of",
+    "reader_for",
     "responses_to_chat_request",
-    "usage_of",
 ]

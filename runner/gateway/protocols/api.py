@@ -3,12 +3,12 @@ the translation error."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from runner.call import Api
 from runner.errors import GatewayError
 
-Api = Literal["chat", "messages", "responses"]
-"""An HTTP API for LLM calls: OpenAI Chat Completions, Anthropic Messages, or OpenAI Responses."""
+__all__ = ["Api", "Body", "StreamEvent", "StreamTranslator", "TranslationError", "bounded", "listed"]
 
 Body = dict[str, Any]
 """A JSON object: a request, a reply, or one stream event's data."""

@@ -1,5 +1,6 @@
-"""Chat Completions, the pivot of every translation: the shapes both other APIs' translations build, and what every
-translator from a chat-completions stream shares (reading one chunk, opening and closing once).
+"""Chat Completions: its reader, its usage, and, as the pivot of every translation, the shapes both other APIs'
+translations build and what every translator from a chat-completions stream shares (reading one chunk, opening and
+closing once).
 
 A chunk carries, for each choice, a ``delta`` (text, refusal text, tool-call pieces) and maybe a ``finish_reason``;
 the last chunk of an upstream asked for ``include_usage`` carries ``usage`` and no choices. The gateway asks for one
@@ -12,8 +13,35 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
+from runner.call import Usage
 from runner.gateway.protocols.api import Body, StreamEvent
-from runner.gateway.protocols.tokens import TokenUsage, chat_usage
+from runner.gateway.protocols.reply import DEFAULT_MAX_CHARS, Reader, count_of, error_text, list_of, object_of, text_of
+
+
+def read_usage(usage: dict[str, Any]) -> Usage:
+    """A chat-completions ``usage`` object; zeros where it says nothing."""
+    prompt = object_of(usage.get("prompt_tokens_details"))
+    return Usage(
+        input_tokens=count_of(usage.get("prompt_tokens")),
+        output_tokens=count_of(usage.get("completion_tokens")),
+        cached_tokens=count_of(prompt.get("cached_tokens")),
+        cache_write_tokens=count_of(prompt.get("cache_write_tokens")),
+        reasoning_tokens=count_of(object_of(usage.get("completion_tokens_details")).get("reasoning_tokens")),
+    )
+
+
+def usage_object(usage: Usage) -> Body:
+    """``usage`` as a chat-completions ``usage`` object (cache writes stated only when there are some)."""
+    prompt: Body = {"cached_tokens": usage.cached_tokens}
+    if usage.cache_write_tokens:
+        prompt["cache_write_tokens"] = usage.cache_write_tokens
+    return {
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+        "prompt_tokens_details": prompt,
+        "completion_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+    }
 
 
 def tool_message(call_id: Any, content: str) -> Body:
@@ -69,14 +97,14 @@ class FromChatStream(ABC):
     def __init__(self) -> None:
         self._started = False
         self._closed = False
-        self._usage = TokenUsage()
+        self._usage = Usage()
         self._finish: str | None = None  # the chat finish_reason, None until one arrives
 
     def feed(self, event: str, data: Body) -> list[StreamEvent]:
         """The events one chat chunk gives (chat events have no name: ``event`` is ``""``)."""
         events = self._start(data)
         if isinstance(data.get("usage"), dict):
-            self._usage = chat_usage(data["usage"])
+            self._usage = read_usage(data["usage"])
         for choice in data.get("choices") or []:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
@@ -121,3 +149,107 @@ class FromChatStream(ABC):
     @abstractmethod
     def _end(self) -> list[StreamEvent]:
         """The events that close the target's stream, from what was fed."""
+
+
+class ChatReader(Reader):
+    """A chat-completions reply: a body's ``choices[0].message``, or a stream's chunks.
+
+    A stream is ``finished`` once a chunk carrying a ``finish_reason`` was seen and, when ``usage_expected`` (the
+    request set ``stream_options.include_usage``, as the gateway always asks of a chat provider), a chunk carrying
+    ``usage`` too; they may be one chunk or come in either order. A chunk that is an ``{"error": ...}`` object (as
+    several OpenAI-compatible providers send) is an in-stream error. The usage is the last one a chunk carried.
+    """
+
+    api = "chat"
+
+    def __init__(
+        self, *, usage_expected: bool = True, max_chars: int = DEFAULT_MAX_CHARS, max_events: int | None = None
+    ) -> None:
+        super().__init__(max_chars=max_chars, max_events=max_events)
+        self.usage_expected = usage_expected
+        self._finish_seen = False
+
+    def read_usage(self, usage: dict[str, Any]) -> Usage:
+        return read_usage(usage)
+
+    def feed(self, event: str, data: Body) -> bool:
+        self.events += 1
+        choices = data.get("choices")
+        if (
+            self.returned_model is not None
+            and type(choices) is list
+            and len(choices) == 1
+            and data.get("usage") is None
+        ):
+            # Nearly every chunk after the first is one text delta: taken first, and fastest. (OpenAI's chunks carry
+            # ``"usage": null`` until the last when usage is asked for, as the gateway always asks.)
+            choice = choices[0]
+            delta = choice.get("delta") if type(choice) is dict else None
+            if (
+                type(delta) is dict
+                and len(delta) == 1
+                and "content" in delta
+                and not choice.get("finish_reason")
+                and choice.get("index", 0) == 0
+                and self.events <= self.max_events
+            ):
+                piece = delta["content"]
+                self._text(self.blocks.get("text") or self._block("text", "text"), piece)
+                return bool(piece)
+        return self._chunk(data)
+
+    def _chunk(self, data: Body) -> bool:
+        if "error" in data and "choices" not in data:
+            self.error = error_text(data["error"])
+            return False
+        self._note_model(data.get("model"))
+        self.id = self.id or (data.get("id") if isinstance(data.get("id"), str) else None)
+        if isinstance(data.get("usage"), dict):
+            self._usage = data["usage"]
+        output = False
+        for choice in list_of(data.get("choices")):
+            if not isinstance(choice, dict):
+                continue
+            delta = object_of(choice.get("delta"))
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            output = output or bool(delta.get("content") or delta.get("tool_calls") or reasoning)
+            if choice.get("finish_reason"):
+                self._finish_seen = True
+            if choice.get("index", 0) != 0 or self.events > self.max_events:
+                continue
+            if reasoning:
+                self._add(self._block("reasoning", "reasoning"), reasoning)
+            if delta.get("content"):
+                self._add(self._block("text", "text"), delta["content"])
+            for call in list_of(delta.get("tool_calls")):
+                if not isinstance(call, dict):
+                    continue
+                fn = object_of(call.get("function"))
+                block = self._block(("tool", count_of(call.get("index"))), "tool_call", id=call.get("id"))
+                block.id = block.id or (call.get("id") if isinstance(call.get("id"), str) else None)
+                block.name = block.name or text_of(fn.get("name"))
+                self._add(block, fn.get("arguments"))
+            if choice.get("finish_reason"):
+                self.stop_reason = text_of(choice["finish_reason"]) or None
+        self.finished = self._finish_seen and (self._usage is not None or not self.usage_expected)
+        return output
+
+    def read_body(self, body: Body) -> None:
+        self.id = text_of(body.get("id")) or None
+        self._note_model(body.get("model"))
+        if isinstance(body.get("usage"), dict):
+            self._usage = body["usage"]
+        choices = list_of(body.get("choices"))
+        first = object_of(choices[0]) if choices else {}
+        message = object_of(first.get("message"))
+        self.stop_reason = text_of(first.get("finish_reason")) or None
+        reasoning = message.get("reasoning_content") or message.get("reasoning")
+        if reasoning:
+            self._add(self._block(0, "reasoning"), reasoning)
+        if message.get("content"):
+            self._add(self._block(1, "text"), message["content"])
+        for number, call in enumerate(list_of(message.get("tool_calls"))):
+            call = object_of(call)
+            fn = object_of(call.get("function"))
+            block = self._block(("tool", number), "tool_call", id=call.get("id"), name=text_of(fn.get("name")))
+            self._add(block, fn.get("arguments"))

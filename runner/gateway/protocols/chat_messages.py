@@ -11,7 +11,7 @@ Messages → Chat requests do the reverse: ``tool_result`` blocks become ``tool`
 assistant turn that called them; ``thinking`` blocks are dropped (chat has no place for them, and their
 signatures only mean something to Anthropic).
 
-Responses map ``stop_reason`` ⇄ ``finish_reason`` and usage through ``TokenUsage`` (tokens.py).
+Responses map ``stop_reason`` ⇄ ``finish_reason`` and usage through :class:`~runner.call.Usage`.
 """
 
 from __future__ import annotations
@@ -20,15 +20,11 @@ import json
 import time
 from typing import Any
 
+from runner.call import Usage
+from runner.gateway.protocols import chat as chat_wire
+from runner.gateway.protocols import messages as messages_wire
 from runner.gateway.protocols.api import Body, StreamEvent, TranslationError, listed
 from runner.gateway.protocols.chat import FromChatStream, ToolCallPiece, function_tool, tool_message
-from runner.gateway.protocols.tokens import (
-    TokenUsage,
-    chat_usage,
-    chat_usage_body,
-    messages_usage,
-    messages_usage_body,
-)
 
 #: Messages requires ``max_tokens``; chat-completions does not. Used when the agent gives none.
 DEFAULT_MAX_TOKENS = 4096
@@ -424,7 +420,7 @@ def messages_to_chat_response(msg: dict[str, Any]) -> dict[str, Any]:
                 "logprobs": None,
             }
         ],
-        "usage": chat_usage_body(messages_usage(msg.get("usage") or {})),
+        "usage": chat_wire.usage_object(messages_wire.read_usage(msg.get("usage") or {})),
     }
 
 
@@ -459,7 +455,7 @@ def chat_to_messages_response(chat: dict[str, Any], model: str | None = None) ->
         "content": content,
         "stop_reason": stop,
         "stop_sequence": None,
-        "usage": messages_usage_body(chat_usage(usage) if isinstance(usage, dict) else TokenUsage()),
+        "usage": messages_wire.usage_object(chat_wire.read_usage(usage) if isinstance(usage, dict) else Usage()),
     }
 
 
@@ -540,7 +536,7 @@ class MessagesStreamToChat:
         self._usage_sent = True
         name, chunk = self._chunk({})
         chunk["choices"] = []
-        chunk["usage"] = chat_usage_body(messages_usage(self._usage))
+        chunk["usage"] = chat_wire.usage_object(messages_wire.read_usage(self._usage))
         return [(name, chunk)]
 
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> StreamEvent:
@@ -598,7 +594,7 @@ class ChatStreamToMessages(FromChatStream):
         """The open block's ``content_block_stop``, then ``message_delta`` and ``message_stop``."""
         events = self._stop_block()
         stop = "refusal" if self._refused else _STOP.get(self._finish or "")
-        usage = messages_usage_body(self._usage)
+        usage = messages_wire.usage_object(self._usage)
         events.append(
             (
                 "message_delta",

@@ -15,9 +15,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from runner.call import Usage
+from runner.gateway.protocols import chat as chat_wire
+from runner.gateway.protocols import responses as responses_wire
 from runner.gateway.protocols.api import Body, StreamEvent, TranslationError, listed
 from runner.gateway.protocols.chat import FromChatStream, ToolCallPiece, function_tool, tool_message
-from runner.gateway.protocols.tokens import TokenUsage, chat_usage, responses_usage_body
 
 _HOSTED_REQUEST_FIELDS = {
     "previous_response_id": "previous_response_id (stored conversation state)",
@@ -247,7 +249,7 @@ def chat_to_responses_response(chat: dict[str, Any], request: dict[str, Any]) ->
         status=status,
         reason=reason,
         output=output,
-        usage=chat_usage(usage) if isinstance(usage, dict) else TokenUsage(),
+        usage=chat_wire.read_usage(usage) if isinstance(usage, dict) else Usage(),
     )
 
 
@@ -284,7 +286,7 @@ def _response(
     status: str,
     reason: str | None,
     output: list[dict[str, Any]],
-    usage: TokenUsage | None,
+    usage: Usage | None,
 ) -> dict[str, Any]:
     return {
         "id": response_id,
@@ -304,7 +306,7 @@ def _response(
         "tool_choice": request.get("tool_choice", "auto"),
         "tools": request.get("tools") or [],
         "top_p": request.get("top_p"),
-        "usage": responses_usage_body(usage) if usage is not None else None,
+        "usage": responses_wire.usage_object(usage) if usage is not None else None,
     }
 
 
@@ -431,7 +433,7 @@ class ChatStreamToResponses(FromChatStream):
         return {"item_id": item["id"], "output_index": len(self._items) - 1, "content_index": 0}
 
     def _snapshot(
-        self, status: str, reason: str | None, output: list[dict[str, Any]], usage: TokenUsage | None
+        self, status: str, reason: str | None, output: list[dict[str, Any]], usage: Usage | None
     ) -> dict[str, Any]:
         return _response(
             self.request,
