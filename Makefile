@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BINARY_STAMP := $(VENV)/.binary-installed
 
-.PHONY: venv demo official-run official-env test lint world world-verify images images-prune runner-image binary bench clean browser postgres
+.PHONY: venv demo official-run official-env test check lint world world-verify images images-prune runner-image binary bench clean browser postgres
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -65,8 +65,15 @@ postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 	    { apt-get update && apt-get install -y --no-install-recommends postgresql; }
 
+# Everything, as CI runs it: the real Docker engine, chromium, PostgreSQL and Ray clusters on loopback.
 test: $(STAMP) images browser postgres
 	$(BIN)/python -m pytest -q
+
+# The fast lane: every test that needs no Docker, browser, PostgreSQL or Ray (tests/lanes.py). A test that reaches for
+# one without its marker fails here by name: Docker points at no engine and the other parts refuse to start.
+check: $(STAMP)
+	ISPM_TEST_LANE=check DOCKER_HOST=unix:///nonexistent/ispm-check-lane.sock \
+	    $(BIN)/python -m pytest -q -p no:cacheprovider -m "not docker and not browser and not postgres and not ray"
 
 lint: $(STAMP)
 	$(BIN)/ruff check runner tests bench images/base/ispm-sql images/agents

@@ -29,6 +29,7 @@ from typing import Any
 
 import httpx
 import yaml
+from lanes import needs
 from test_report_browser import browser
 
 __all__ = ["browser"]  # the report tests' headless chromium fixture, shared
@@ -118,6 +119,7 @@ def postgres_cluster() -> Iterator[str]:
 
     The folder is not under pytest's ``tmp_path``, whose parents only root may enter.
     """
+    needs("PostgreSQL", "postgres")
     versions = sorted(PG_BIN.glob("*/bin/initdb"))
     if not versions:
         raise AssertionError("Debian's postgresql is not installed: run `make postgres`")

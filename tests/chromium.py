@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from lanes import needs
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -20,6 +21,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 @contextmanager
 def open_chromium(width: int, height: int) -> Iterator[WebDriver]:
     """A headless chromium of ``width`` × ``height`` that keeps its console messages; quit on leaving."""
+    needs("chromium", "browser")
     if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
         pytest.fail("Debian's chromium and chromium-driver are not installed: run `make browser`")
     options = webdriver.ChromeOptions()

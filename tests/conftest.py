@@ -14,6 +14,17 @@ from runner.paths import tasks_dir, world_dir
 from runner.sandbox.images import ImageRef, ensure_images
 from runner.world.digest import open_readonly
 
+DOCKER_FIXTURES = frozenset({"refs", "gold_run"})
+"""Fixtures that build images or run samples on the engine: a test that uses one needs Docker, marked or not."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Before `-m` deselects: a test is in the Docker lane by what it uses, not only by what it says.
+    for item in items:
+        if DOCKER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.docker)
+
 
 @pytest.fixture(scope="session")
 def world_path() -> Path:
@@ -75,3 +86,34 @@ def gold_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run_dir = tmp_path_factory.mktemp("shared") / "runs" / "gold"
     run_calibration("replay", tasks=list(GOLD_RUN_TASKS), epochs=GOLD_RUN_EPOCHS, run_dir=run_dir)
     return run_dir
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Name any thread a test left running, with its stack, then leave without waiting for it.
+
+    Python's exit joins every non-daemon thread: one stuck thread (a run that never ended, a pool worker waiting on a
+    dead node) would hold CI until its time limit and hide which test leaked it. The leak is reported here instead.
+    """
+    import os
+    import sys
+    import threading
+    import traceback
+
+    leaked = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+    if not leaked:
+        return
+    frames = sys._current_frames()
+    sys.stderr.write(f"\n{len(leaked)} thread(s) still running after the session:\n")
+    for thread in leaked:
+        frame = frames.get(thread.ident or -1)
+        stack = "".join(traceback.format_stack(frame)) if frame is not None else "  (no frame)\n"
+        sys.stderr.write(f"--- {thread.name}\n{stack}")
+    sys.stderr.flush()
+    sys.stdout.flush()
+    status = getattr(config, "_ispm_exitstatus", 1)
+    os._exit(int(status))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config._ispm_exitstatus = exitstatus  # type: ignore[attr-defined]

@@ -24,6 +24,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from lanes import needs
+
 from runner.cluster import SANDBOX_RESOURCE
 
 LOOPBACK = "127.0.0.1"
@@ -74,6 +76,7 @@ def loopback_cluster(
     """
     from ray.cluster_utils import Cluster
 
+    needs("a Ray cluster", "ray")
     with environment({**CLUSTER_ENVIRONMENT, **(env or {})}):
         _check_loopback_is_this_node()
         cluster = Cluster(

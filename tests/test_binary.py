@@ -27,6 +27,9 @@ from runner.world.digest import file_sha256
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 TASKS = 127
+# "Runs without Python" is proven on a few tasks of both kinds (enumeration, verdict); the whole set runs once, in
+# test_demo.
+DEMO_TASKS = ("ispm-001", "ispm-060", "ispm-127")
 
 
 class Folder:
@@ -107,19 +110,21 @@ def test_the_interpreter_forms_run_inside_the_executable(folder: Folder) -> None
     assert done.stdout.startswith("pip 25.3 from "), done.stdout
 
 
-def test_the_demo_scores_every_task_on_the_checkouts_images(folder: Folder, refs: dict[str, ImageRef]) -> None:
-    done = folder.run("demo", timeout=900)
+def test_the_demo_scores_its_tasks_on_the_checkouts_images(folder: Folder, refs: dict[str, ImageRef]) -> None:
+    done = folder.run("demo", *(f"--task={t}" for t in DEMO_TASKS), timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    assert f"samples graded {TASKS}/{TASKS}" in " ".join(lines), done.stdout
+    graded = len(DEMO_TASKS)
+    assert f"samples graded {graded}/{graded}" in " ".join(lines), done.stdout
     assert any(
-        line.split() == ["answer_correctness", "1.000", f"({TASKS}", "graded,", "0", "abstained)"] for line in lines
+        line.split() == ["answer_correctness", "1.000", f"({graded}", "graded,", "0", "abstained)"] for line in lines
     )
     (record_line,) = [line for line in lines if line.startswith("record: ")]
     record = json.loads((folder.root / record_line.removeprefix("record: ")).read_text(encoding="utf-8"))
     assert record["calibration"] == "replay" and not record["official"]
+    assert sorted(s["task_id"] for s in record["samples"]) == list(DEMO_TASKS)
     # The coverage worker is `ispm -m runner.grading.bounded_coverage`: the gold replay covers every witness table.
-    assert [s["coverage"]["table_recall"] for s in record["samples"]] == [1.0] * TASKS
+    assert [s["coverage"]["table_recall"] for s in record["samples"]] == [1.0] * graded
     # The bundled build contexts give the checkout's input digests: every image was found, none rebuilt.
     made = json.loads((folder.home / ".cache" / "ispm" / "images.json").read_text(encoding="utf-8"))["images"]
     assert {name: ref["tag"] for name, ref in made.items()} == expected_tags() == {n: r.tag for n, r in refs.items()}

@@ -39,7 +39,7 @@ NAME = '<script>alert("pwned")</script> & co'
 WIRE_MODEL = "cand-2026-11-30"
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def board(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BoardProcess]:
     with FakeProvider() as candidate, _database(request.param) as url:
         candidate.push(Reply(body=openai_completion("ok", model=WIRE_MODEL)))

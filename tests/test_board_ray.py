@@ -27,7 +27,7 @@ from runner.board.worker import work_one
 from runner.record.model import RunRecord
 from runner.record.verify import verify
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+pytestmark = [pytest.mark.docker, pytest.mark.ray, pytest.mark.slow]
 TASKS = ["ispm-001", "ispm-010"]
 
 

@@ -33,7 +33,7 @@ LEASE_S = 1.0
 HEARTBEAT_S = 0.2
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def database(request: pytest.FixtureRequest) -> Iterator[str | None]:
     """``None`` for SQLite in the test's folder, else the URL of one PostgreSQL cluster for the module."""
     with postgres_cluster() if request.param == "postgresql" else nullcontext(None) as url:

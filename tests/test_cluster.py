@@ -49,7 +49,7 @@ from runner.tasks.view import agent_files
 from runner.trace.reader import load_transcript
 from runner.transcript.model import SampleKey
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+pytestmark = [pytest.mark.docker, pytest.mark.ray, pytest.mark.slow]
 
 SUBSET = ["ispm-001", "ispm-010", "ispm-030", "ispm-060", "ispm-090", "ispm-127"]
 JOIN_TASKS = 40

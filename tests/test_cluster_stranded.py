@@ -27,7 +27,7 @@ from runner.pipeline import RunResult, resume_run, start_run
 from runner.run.calibration import calibration_spec
 from runner.run.journal import JOURNAL_NAME, RunInterrupted, SampleFinished, SampleGraded, read_entries
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+pytestmark = [pytest.mark.docker, pytest.mark.ray, pytest.mark.slow]
 
 TASKS = ["ispm-001", "ispm-010", "ispm-030", "ispm-060", "ispm-090", "ispm-127"]
 UNITS = 2

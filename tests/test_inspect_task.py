@@ -158,7 +158,7 @@ def test_an_agent_image_behind_inspects_sandbox_agent_bridge_answers_right_in_ou
     log = _run(candidate, refs, tmp_path, image="agent-openai-agents", solver=bridged_openai_agents())
     [sample] = log.samples or []
     score = sample.scores["ispm_scorer"]  # type: ignore[index]
-    assert score.metadata["status"] == "ok"  # type: ignore[index]
+    assert score.metadata["status"] == "ok", score.metadata  # type: ignore[index]
     assert score.metadata["queries_logged"] == 1  # type: ignore[index]
     assert score.value["answer_correctness"] == 1.0  # type: ignore[index]
 
