@@ -37,10 +37,10 @@ from runner.grading.coverage import QueryStructure, SqlSchema, coverage, extract
 from runner.grading.grade import GradingContext, grade_sample, snapshot_schema
 from runner.grading.reference_judge import ReferenceJudge, gold_answer
 from runner.grading.replay import result_digest
-from runner.paths import tasks_dir, world_dir
-from runner.tasks.load import load_tasks
+from runner.paths import world_dir
+from runner.tasks.catalog import catalog
 from runner.tasks.model import Task
-from runner.tasks.truth import GROUND_TRUTH_NAME, GroundTruth, load_ground_truth
+from runner.tasks.truth import GroundTruth
 from runner.world import SNAPSHOT_NAME
 from runner.world.digest import open_readonly
 
@@ -208,8 +208,7 @@ def hostile_sample(task: Task, truth: GroundTruth) -> SampleOutput:
 
 
 def main() -> None:
-    tasks = load_tasks(tasks_dir())
-    truth = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME)
+    tasks, truth = list(catalog().tasks), catalog().truth
     conn = open_readonly(SNAPSHOT)
     schema: SqlSchema = snapshot_schema(conn)
     conn.close()

@@ -34,14 +34,12 @@ from runner import __version__
 from runner.cluster.driver import RayRunner
 from runner.cluster.model import NodeExpectations
 from runner.contract import SampleOutput
-from runner.paths import tasks_dir
 from runner.run.digests import current_digests
 from runner.run.recordings import write_recordings
 from runner.sandbox.backend import SampleSpec
 from runner.sandbox.docker import DockerBackend
 from runner.sandbox.trial import resolve_image
-from runner.tasks.load import load_tasks
-from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
+from runner.tasks.catalog import catalog
 from runner.tasks.view import agent_files
 
 TASKS = ["ispm-001", "ispm-010", "ispm-030", "ispm-060", "ispm-090", "ispm-127", "ispm-002", "ispm-003"]
@@ -54,7 +52,7 @@ Sampler = Callable[[SampleSpec], SampleOutput]
 
 def sample_specs(count: int, image: str, replay: Path, run_id: str) -> list[SampleSpec]:
     """``count`` replay samples cycling over :data:`TASKS`, each its own epoch so sample ids never collide."""
-    tasks = {t.id: t for t in load_tasks(tasks_dir())}
+    tasks = catalog().by_id
     return [
         SampleSpec(
             task_id=TASKS[i % len(TASKS)],
@@ -157,8 +155,7 @@ def main() -> None:
         ground_truth=digests.ground_truth,
         images={image: image_id},
     )
-    tasks = {t.id: t for t in load_tasks(tasks_dir())}
-    truths = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME).tasks
+    tasks, truths = catalog().by_id, catalog().truths
     with tempfile.TemporaryDirectory() as tmp:
         replay = write_recordings([tasks[t] for t in TASKS], truths, Path(tmp) / "replay")
         specs = sample_specs(count, image, replay, f"bench-ray-{secrets.token_hex(3)}")

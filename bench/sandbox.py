@@ -30,11 +30,10 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from runner import log
-from runner.paths import tasks_dir
 from runner.sandbox.backend import SampleSpec
 from runner.sandbox.docker import DockerBackend
 from runner.sandbox.images import ensure_images
-from runner.tasks.load import load_tasks
+from runner.tasks.catalog import catalog
 from runner.tasks.view import agent_files
 
 RUN = f"bench-sandbox-{uuid.uuid4().hex[:8]}"
@@ -67,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
 
     refs = ensure_images()
     base, null = refs["base"].tag, refs["agent-null"].tag
-    task = load_tasks(tasks_dir())[0]
+    task = catalog().tasks[0]
     spec = SampleSpec(task_id=task.id, run_id=RUN, image=null, task_files=agent_files(task), time_limit_s=60)
     backend = DockerBackend()
     keeper = DockerBackend(sweep_on_start=False, hold_output=False)

@@ -13,13 +13,12 @@ import time
 from timing import median_seconds  # bench/ is the script's folder: sys.path[0]
 
 from runner.paths import tasks_dir, world_dir
-from runner.tasks.catalog import derive_all
-from runner.tasks.load import load_tasks
+from runner.tasks.catalog import catalog, derive_all
 from runner.world.digest import open_readonly
 
 
 def main() -> None:
-    tasks = load_tasks(tasks_dir())
+    tasks = catalog().tasks
     conn = open_readonly(world_dir() / "ispm-crossvendor-v1.sqlite")
 
     def witnesses_only() -> None:

@@ -62,8 +62,7 @@ from runner.run.spec import RunError, RunSpec
 from runner.sandbox.backend import Backend
 from runner.sandbox.images import engine_image_id, ensure_images
 from runner.sandbox.trial import make_backend, resolve_image
-from runner.tasks.load import load_tasks
-from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
+from runner.tasks.catalog import catalog
 from runner.trace.sample_page import write_report_and_pages
 from runner.world import SNAPSHOT_NAME
 
@@ -181,8 +180,7 @@ def dry_run(judges: Sequence[Judge], planned: int, rubrics: RubricSet) -> list[J
     models = [j for j in judges if not is_reference(j.alias)]
     if not models:
         return []
-    tasks = {t.id: t for t in load_tasks(tasks_dir())}
-    truths = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME).tasks
+    tasks, truths = catalog().by_id, catalog().truths
     with GradingContext(world_dir() / SNAPSHOT_NAME, rubrics=rubrics) as context:
         return dry_run_judges(
             models, load_calibration_set(tasks_dir()), tasks=tasks, truths=truths, context=context, planned=planned
@@ -213,7 +211,7 @@ def run_preflight(
 
 def planned_samples(spec: RunSpec) -> int:
     """How many samples ``spec`` plans: its tasks (every task of the set without a filter) times its epochs."""
-    return len(spec.tasks if spec.tasks is not None else load_tasks(tasks_dir())) * spec.epochs
+    return len(spec.tasks if spec.tasks is not None else catalog().tasks) * spec.epochs
 
 
 def image_ids(spec: RunSpec) -> dict[str, str]:
@@ -356,8 +354,7 @@ def _go(
     # The Docker SDK and urllib3 log every API call at DEBUG: thousands of lines a run that say nothing.
     for noisy in ("docker", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    tasks = {t.id: t for t in load_tasks(tasks_dir())}
-    truths = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME).tasks
+    tasks, truths = catalog().by_id, catalog().truths
     wanted = spec.tasks if spec.tasks is not None else sorted(tasks)
     unknown = sorted(set(wanted) - set(tasks))
     if unknown:
@@ -461,7 +458,7 @@ def _cluster(
 
 
 def _finish(folder: Path, outcome: Outcome, *, write: bool = True) -> RunResult:
-    tasks = load_tasks(tasks_dir())
+    tasks = catalog().tasks
     entries = read_entries(folder / JOURNAL_NAME)
     record = build_record(entries, tasks)
     stops = [e for e in entries if isinstance(e, RunInterrupted)]  # this attempt's, when interrupted, is the last

@@ -100,23 +100,23 @@ def test_every_sample_of_a_run_without_a_model_exports_and_validates(mixed: Path
 def test_the_inspect_log_loads_with_messages_scores_and_usage(run: Path, tmp_path: Path) -> None:
     log = read_eval_log(str(write_inspect(run, tmp_path, TASKS)))
     assert (log.version, log.status, log.eval.task, log.eval.model) == (
-        2, "success", "ispm-enterprise-sql/v1", "anthropic/claude-x",
+        2, "success", "runner/ispm_enterprise_sql", "anthropic/claude-x",
     )  # fmt: skip
     assert log.samples is not None
     (sample,) = log.samples
     assert (sample.id, sample.epoch, sample.input) == (KEY.task_id, 1, log.samples[0].input)
     assert [m.role for m in sample.messages] == ["system", "user", "assistant", "tool", "assistant"]
     assert sample.messages[2].text == REPLY and sample.messages[3].text == "status | n\nACTIVE | 1224"
-    assert sample.scores is not None and {d: s.value for d, s in sample.scores.items()} == {
-        "answer_correctness": "I", "reasoning_utility": "N",
+    assert sample.scores is not None and {name: s.value for name, s in sample.scores.items()} == {
+        "ispm_scorer": {"answer_correctness": 0.0, "reasoning_utility": None},
     }  # fmt: skip
-    assert "ref#2: incorrect: recall 0.00 (0/18)" in (sample.scores["answer_correctness"].explanation or "")
+    assert "ref#2: incorrect: recall 0.00 (0/18)" in (sample.scores["ispm_scorer"].explanation or "")
     usage = sample.model_usage["anthropic/claude-x"]
     assert (usage.input_tokens, usage.input_tokens_cache_read, usage.output_tokens) == (220, 100, 35)
     judge = sample.model_usage["openai/judge-x"]  # the judge's call, under its alias
     assert (judge.input_tokens, judge.output_tokens) == (50, 9)
     assert log.results is not None
-    means = {s.name: s.metrics["mean"].value for s in log.results.scores if "mean" in s.metrics}
+    means = {s.name: s.metrics["scored_mean"].value for s in log.results.scores if "scored_mean" in s.metrics}
     assert means == {"answer_correctness": 0.0}
 
 
@@ -144,7 +144,7 @@ def test_inspect_view_bundles_the_log_and_lists_it(run: Path, tmp_path: Path) ->
     listing = json.loads((bundle / "logs" / "listing.json").read_text(encoding="utf-8"))
     entry = listing[written.name]
     assert (entry["task"], entry["status"], entry["model"]) == (
-        "ispm-enterprise-sql/v1",
+        "runner/ispm_enterprise_sql",
         "success",
         "anthropic/claude-x",
     )
@@ -191,7 +191,7 @@ def test_the_inspect_viewers_own_server_lists_and_opens_the_log(run: Path, tmp_p
         opened = httpx.get(f"{base}/logs/{quote(entry['name'], safe='')}", timeout=60)
         assert opened.status_code == 200
         log = opened.json()
-        assert (log["eval"]["task"], log["status"], len(log["samples"])) == ("ispm-enterprise-sql/v1", "success", 1)
+        assert (log["eval"]["task"], log["status"], len(log["samples"])) == ("runner/ispm_enterprise_sql", "success", 1)
         assert [m["role"] for m in log["samples"][0]["messages"]] == [
             "system",
             "user",
@@ -222,16 +222,18 @@ def test_the_inspect_viewers_page_shows_the_samples_conversation_scores_and_usag
     with _inspect_view(logs) as viewer, open_chromium(1280, 1400) as browser:
         log_url = f"{viewer}/#/logs/{quote(written.name)}"
         browser.get(log_url)
-        lines = _page_lines(browser, "ispm-enterprise-sql/v1", "SCORERS")
+        lines = _page_lines(browser, "runner/ispm_enterprise_sql", "SCORERS")
         assert written.name in lines  # the breadcrumb: this log, not an empty listing
         assert lines[lines.index("SCORERS") + 1] == "answer_correctness, reasoning_utility"
+        assert "answer_correctness (runner/ispm_consensus) 0.0" in lines  # the metric, under inspect eval's reducer
 
         sample_url = f"{log_url}/samples/sample/{KEY.task_id}/{KEY.epoch}/"
         browser.get(sample_url)  # with no events in the log, the viewer opens the Messages tab
         lines = _page_lines(browser, PROMPT, "Done.")
         assert f"Sample {KEY.task_id} (Epoch {KEY.epoch})" in lines
         first = lines.index("ANSWER_CORRECTNESS")
-        assert lines[first : first + 4] == ["ANSWER_CORRECTNESS", "I", "REASONING_UTILITY", "N"]
+        # As the viewer shows an `inspect eval` score: the numbers, and nothing for a dimension that abstained.
+        assert lines[first : first + 4] == ["ANSWER_CORRECTNESS", "0", "REASONING_UTILITY", "TRANSCRIPT"]
         assert lines[lines.index("SYSTEM") :] == [
             "SYSTEM", "1", SYSTEM,
             "USER", "2", PROMPT,

@@ -20,6 +20,7 @@ from inspect_ai.model import Model, ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import SampleScore, Score
 from inspect_ai.util import SandboxEnvironmentSpec
 from inspect_solvers import bridged_openai_agents, planted_symlink
+from report_runs import ScriptedBackend, scripted_spec
 from test_boundaries import RUNNER, direct_imports
 
 from runner.grading.consensus import consensus, read_votes
@@ -31,7 +32,10 @@ from runner.inspect_eval.sandbox import IspmSandboxConfig
 from runner.inspect_eval.scorer import epoch_score, scored_mean
 from runner.inspect_eval.task import ispm_enterprise_sql
 from runner.inspect_eval.task_set import task_by_id, truths
+from runner.pipeline import start_run
+from runner.run.calibration import CALIBRATION_JUDGES
 from runner.sandbox.images import ImageRef
+from runner.trace.export import write_inspect
 
 FIXTURES = Path(__file__).parent / "fixtures" / "consensus"
 TASK_ID = "ispm-002"  # a verdict task: its gold answer is "no" with ten entities
@@ -273,6 +277,37 @@ def test_inspect_eval_from_the_command_line_runs_the_task_in_our_sandbox(
     assert score.metadata["status"] == "ok"  # type: ignore[index]
     assert score.metadata["queries_logged"] == 1  # type: ignore[index]
     assert score.value["answer_correctness"] == 1.0  # type: ignore[index]
+
+
+@pytest.mark.docker
+def test_an_inspect_eval_log_and_an_exported_run_of_the_same_task_are_one_task_scored_alike(
+    refs: dict[str, ImageRef], tmp_path: Path
+) -> None:
+    # The same task answered with gold by both, graded by the same two offline judges: once under `inspect eval`,
+    # once by `ispm run` (in-process) and exported. Both logs read back as inspect view reads them.
+    evaluated = _run(_candidate([_gold()]), refs, tmp_path / "eval", judges=",".join(CALIBRATION_JUDGES))
+    run_dir = tmp_path / "run"
+    start_run(scripted_spec([TASK_ID], epochs=1), run_dir, backend=ScriptedBackend({}), images={})
+    logs = [read_eval_log(evaluated.location), read_eval_log(str(write_inspect(run_dir, tmp_path / "export")))]
+    for log in logs:
+        assert (log.eval.task, log.eval.task_registry_name) == ("runner/ispm_enterprise_sql",) * 2
+        assert log.eval.config.epochs_reducer == ["runner/ispm_consensus"]
+    evaluated_sample, exported_sample = (log.samples[0] for log in logs if log.samples)
+    assert set(evaluated_sample.scores or {}) == set(exported_sample.scores or {}) == {"ispm_scorer"}
+    values = [sample.scores["ispm_scorer"].value for sample in (evaluated_sample, exported_sample)]  # type: ignore[index]
+    assert values[0] == values[1]
+    assert values[0]["answer_correctness"] == 1.0 and values[0]["reasoning_utility"] is None  # type: ignore[index]
+    summaries = [{(s.name, s.scorer, s.reducer) for s in log.results.scores} for log in logs if log.results]
+    assert (
+        summaries[0] == summaries[1] and ("answer_correctness", "ispm_scorer", "runner/ispm_consensus") in summaries[0]
+    )
+    means = [
+        {s.name: m.value for s in log.results.scores for m in s.metrics.values() if not math.isnan(m.value)}
+        for log in logs
+        if log.results
+    ]
+    assert means[0] == means[1]
+    assert all(set(s.metrics) <= {"scored_mean"} for log in logs if log.results for s in log.results.scores)
 
 
 def test_only_runner_inspect_eval_imports_inspect() -> None:

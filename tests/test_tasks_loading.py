@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,8 @@ from click.testing import CliRunner
 
 from runner.cli import main
 from runner.errors import TaskError
-from runner.tasks.catalog import check_traps, derive_all, verify_all
+from runner.paths import tasks_dir
+from runner.tasks.catalog import catalog, check_traps, derive_all, verify_all
 from runner.tasks.load import load_tasks
 from runner.tasks.traps import trap_problems
 from runner.tasks.truth import GROUND_TRUTH_NAME, write_ground_truth
@@ -288,3 +291,62 @@ def test_a_naive_variant_that_fails_does_not_bite(tmp_path: Path, world_path: Pa
     assert trap_problems(outcomes) == [
         'task ispm-002: trap nesting does not bite: its naive variant fails: near "atlas_ip_access_list": syntax error'
     ]
+
+
+CATALOG_PROBE = """
+import json, sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from runner.paths import tasks_dir
+
+root = tasks_dir().resolve()
+opened = []
+
+
+def count(event, args):
+    # Every open of a task file or of the ground truth, by whatever stage asks.
+    if event == "open" and isinstance(args[0], (str, Path)):
+        path = Path(args[0]).resolve()
+        if path.parent == root / "v1" or path == root / "ground_truth.json":
+            opened.append(path.relative_to(root).as_posix())
+
+
+sys.addaudithook(count)
+
+from runner.cli import main
+from runner.inspect_eval.task_set import task_by_id, truths
+from runner.pipeline import planned_samples
+from runner.run.digests import current_digests
+from runner.run.spec import RunSpec
+
+spec = RunSpec(agent_image="example/agent:1", judges=("ref#1", "ref#2"), epochs=2, backend="local")
+assert planned_samples(spec) == 254
+current_digests()
+assert task_by_id("ispm-002").kind == "verdict" and "ispm-002" in truths()
+for args in (["tasks", "list", "--json"], ["tasks", "show", "ispm-001", "--with-truth", "--json"]):
+    done = CliRunner().invoke(main, args)
+    assert done.exit_code == 0, done.output
+print(json.dumps(opened))
+"""
+
+
+def test_the_task_set_and_its_ground_truth_are_read_once_per_process_whoever_asks() -> None:
+    # A run's plan, its digests, the Inspect task's set, and two commands, in one fresh interpreter.
+    done = subprocess.run([sys.executable, "-c", CATALOG_PROBE], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    opened = json.loads(done.stdout.splitlines()[-1])
+    task_files = sorted(p.name for p in (tasks_dir() / "v1").glob("*.yaml"))
+    assert len(task_files) == 127
+    assert sorted(opened) == sorted([f"v1/{name}" for name in task_files] + ["ground_truth.json"])
+
+
+def test_the_catalog_it_shares_cannot_be_changed_by_one_caller() -> None:
+    shared = catalog()
+    assert catalog() is shared
+    with pytest.raises(TypeError):
+        shared.by_id["ispm-001"] = shared.by_id["ispm-002"]  # type: ignore[index]
+    with pytest.raises(TypeError):
+        del shared.truths["ispm-001"]  # type: ignore[attr-defined]
+    assert "ispm-001" in shared.by_id and "ispm-001" in shared.truths

@@ -198,4 +198,4 @@ def test_the_inspect_export_loads_in_inspect(run_dir: Path, tmp_path: Path) -> N
     assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
     assert sample.messages[2].text == HOSTILE
     assert sample.model_usage["anthropic/claude-scripted-1"].output_tokens == 41 + 52 + 13
-    assert sample.scores is not None and sample.scores["answer_correctness"].value == "I"
+    assert sample.scores is not None and sample.scores["ispm_scorer"].value["answer_correctness"] == 0.0  # type: ignore[index]

@@ -8,7 +8,7 @@ import click
 
 from runner.cli.judges import judge_option
 from runner.cli.output import json_option, print_json, print_json_lines
-from runner.paths import tasks_dir, world_dir
+from runner.paths import world_dir
 from runner.world import SNAPSHOT_NAME
 
 
@@ -123,15 +123,13 @@ def grade_command(sample_path: Path, judges: tuple[str, ...], as_json: bool) -> 
 
     from runner.contract import SampleOutput
     from runner.grading.grade import GradingContext, grade_sample, make_judges
-    from runner.tasks.load import load_tasks
-    from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
+    from runner.tasks.catalog import catalog
 
     try:
         sample = SampleOutput.model_validate_json(sample_path.read_bytes())
     except ValidationError as exc:
         raise click.ClickException(f"{sample_path}: not a sample output: {exc.errors()[0]['msg']}") from exc
-    tasks = {t.id: t for t in load_tasks(tasks_dir())}
-    truth = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME).tasks
+    tasks, truth = catalog().by_id, catalog().truths
     if sample.task_id not in tasks or sample.task_id not in truth:
         raise click.ClickException(f"{sample_path}: unknown task {sample.task_id}")
     with GradingContext(world_dir() / SNAPSHOT_NAME) as context:

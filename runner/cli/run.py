@@ -10,7 +10,6 @@ import click
 from runner.cli.judges import JUDGE_HELP, judge_option
 from runner.cli.output import json_option, print_json
 from runner.grading.slots import is_reference
-from runner.paths import tasks_dir
 
 if TYPE_CHECKING:
     from runner.pipeline import RunResult
@@ -49,7 +48,7 @@ def preflight_command(candidate: str, judges: tuple[str, ...], skip_dry_run: boo
     from runner.grading.rubric import load_rubrics
     from runner.pipeline import dry_run
     from runner.run.spec import V1_EPOCHS
-    from runner.tasks.load import load_tasks
+    from runner.tasks.catalog import catalog
 
     models = [j for j in judges if not is_reference(j)]
     roles = ["candidate"] + ["judge"] * len(models)
@@ -58,7 +57,7 @@ def preflight_command(candidate: str, judges: tuple[str, ...], skip_dry_run: boo
     if models and not skip_dry_run:
         rubrics = load_rubrics()
         slots = make_judges(models, rubrics)
-        planned = len(load_tasks(tasks_dir())) * V1_EPOCHS
+        planned = len(catalog().tasks) * V1_EPOCHS
         dry_runs = {d.judge: d for d in dry_run(slots, planned, rubrics)}
     if as_json:
         payload = []

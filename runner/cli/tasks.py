@@ -45,12 +45,11 @@ def tasks_list(
     Example: ispm tasks list --category offboarding --hops 3 --json
     """
     # Loaded when the command runs, not at ispm's start-up (runner.cli).
-    from runner.tasks.catalog import TaskFilter
-    from runner.tasks.load import load_tasks
+    from runner.tasks.catalog import TaskFilter, catalog
 
     chosen = [
         t
-        for t in load_tasks(tasks_dir())
+        for t in catalog().tasks
         if TaskFilter(vendor=vendor, kind=kind, category=category, difficulty=difficulty, hops=hops).matches(t)
     ]
     if as_json:
@@ -84,18 +83,17 @@ def tasks_show(task_id: str, with_truth: bool, as_json: bool) -> None:
     Example: ispm tasks show ispm-001 --with-truth
     """
     # Loaded when the command runs, not at ispm's start-up (runner.cli).
-    from runner.tasks.load import load_tasks
-    from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
+    from runner.tasks.catalog import catalog
     from runner.tasks.view import agent_files
 
-    by_id = {t.id: t for t in load_tasks(tasks_dir())}
+    by_id = catalog().by_id
     if task_id not in by_id:
         raise TaskError(f"no such task: {task_id}")
     task = by_id[task_id]
     files = agent_files(task)
     host: dict[str, Any] = {}
     if with_truth:
-        truth = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME).tasks.get(task_id)
+        truth = catalog().truths.get(task_id)
         host = {
             "witness_sql": task.witness_sql,
             "dual_sql": task.dual_sql,
@@ -160,11 +158,10 @@ def tasks_verify(as_json: bool) -> None:
     Example: ispm tasks verify
     """
     # Loaded when the command runs, not at ispm's start-up (runner.cli).
-    from runner.tasks.catalog import mix, verify_all
-    from runner.tasks.load import load_tasks
+    from runner.tasks.catalog import catalog, mix, verify_all
 
     truth = verify_all(tasks_dir(), world_dir())
-    summary = mix(load_tasks(tasks_dir()), truth)
+    summary = mix(catalog().tasks, truth)
     if as_json:
         print_json(summary)
         return

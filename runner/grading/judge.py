@@ -212,35 +212,37 @@ class LLMJudge:
                 self.capture.record(item.task.id, item.epoch, labelled, (key,) if key else ())
             calls += 1
 
-        while tries.next():
-            try:
-                result = self.client.chat(str(self.requested_model), request, emit=keep)
-            except ProviderError as exc:
-                dropped = _droppable(exc, request)
-                if dropped is not None:
-                    del request[dropped]  # the provider will not take it; this try does not count
-                    tries.attempts -= 1
+        def ask() -> dict[Dimension, DimensionGrade] | None:
+            while True:
+                try:
+                    result = self.client.chat(str(self.requested_model), request, emit=keep)
+                except ProviderError as exc:
+                    dropped = _droppable(exc, request)
+                    if dropped is None:
+                        raise JudgeCallFailed(f"provider error: {excerpt(str(exc), 400)}") from exc
+                    del request[dropped]  # the provider will not take it: asked again, in the same try
                     continue
-                tries.failed(f"provider error: {excerpt(str(exc), 400)}")
-                break
-            except TranslationError as exc:
-                tries.failed(f"request not expressible for this provider: {exc}")
-                break
-            choices = (result.completion or {}).get("choices") or [{}]
-            choice = choices[0] if isinstance(choices[0], dict) else {}
-            message = choice.get("message") or {}
-            call = result.call
-            grades = tries.answered(
-                text=message.get("content"),
-                stop=choice.get("finish_reason"),
-                refusal=message.get("refusal"),
-                usage=call.usage,
-                latency_s=call.latency_s,
-                model=call.returned_model,
-            )
-            if grades is not None:
-                return tries.votes(grades)
-        return tries.votes()
+                except TranslationError as exc:
+                    raise JudgeCallFailed(f"request not expressible for this provider: {exc}") from exc
+                choices = (result.completion or {}).get("choices") or [{}]
+                choice = choices[0] if isinstance(choices[0], dict) else {}
+                message = choice.get("message") or {}
+                call = result.call
+                return tries.answered(
+                    text=message.get("content"),
+                    stop=choice.get("finish_reason"),
+                    refusal=message.get("refusal"),
+                    usage=call.usage,
+                    latency_s=call.latency_s,
+                    model=call.returned_model,
+                )
+
+        return tries.until_graded(ask)
+
+
+class JudgeCallFailed(Exception):
+    """A model judge's call failed past its client's own retries: its tries end, and every dimension abstains with
+    this reason."""
 
 
 class Tries:
@@ -272,6 +274,20 @@ class Tries:
             return False
         self.attempts += 1
         return True
+
+    def until_graded(self, ask: Callable[[], Mapping[Dimension, DimensionGrade] | None]) -> list[JudgeVote]:
+        """The one retry loop of every model judge. ``ask`` makes one call and books its reply with
+        :meth:`answered`, returning what that returns, or raises :class:`JudgeCallFailed`. Asked until a reply
+        grades or ``max_attempts`` calls are spent; the votes then say which."""
+        while self.next():
+            try:
+                grades = ask()
+            except JudgeCallFailed as exc:
+                self.failed(str(exc))
+                break
+            if grades is not None:
+                return self.votes(grades)
+        return self.votes()
 
     def failed(self, reason: str) -> None:
         """The provider failed past its client's retries: no more calls."""

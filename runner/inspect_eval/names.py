@@ -1,4 +1,4 @@
-"""The names our objects have in Inspect's registry: always ``runner/<name>``.
+"""The names our objects have in Inspect's registry: always ``runner/<name>`` (:mod:`runner.inspect_names`).
 
 Inspect prefixes a registered name with the top-level package (``runner``) only where it finds that package
 installed under the same distribution name, as from a wheel; from an editable checkout (``make venv``) it does
@@ -12,10 +12,9 @@ from __future__ import annotations
 # Private to Inspect, at the version the inspect extra pins: the one place that decides the prefix.
 from inspect_ai._util.registry import registry_name
 
-PACKAGE = "runner"
-"""The prefix, and the name of our ``inspect_ai`` entry point."""
+from runner.inspect_names import qualified
 
 
 def registered(name: str) -> str:
     """What to pass to an Inspect decorator so that ``name`` is registered as ``runner/<name>``."""
-    return name if registry_name(registered, name) == f"{PACKAGE}/{name}" else f"{PACKAGE}/{name}"
+    return name if registry_name(registered, name) == qualified(name) else qualified(name)

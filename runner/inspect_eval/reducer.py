@@ -15,9 +15,9 @@ from inspect_ai.scorer import Score, ScoreReducer, score_reducer
 
 from runner.grading.consensus import task_consensus
 from runner.grading.grades import ABSTAIN, SCORES, Grade
-from runner.inspect_eval.names import PACKAGE
+from runner.inspect_names import REDUCER, qualified
 
-REDUCER_NAME = f"{PACKAGE}/ispm_consensus"
+REDUCER_NAME = qualified(REDUCER)
 _GRADES: dict[float, Grade] = {value: grade for grade, value in SCORES.items()}
 
 

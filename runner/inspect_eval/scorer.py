@@ -33,6 +33,7 @@ from runner.inspect_eval.judges import DEFAULT_JUDGES, make_judges
 from runner.inspect_eval.names import registered
 from runner.inspect_eval.sandbox import TASK_METADATA_KEY, IspmSandboxEnvironment
 from runner.inspect_eval.task_set import task_by_id, truths
+from runner.inspect_names import METRIC, SCORER
 from runner.paths import world_dir
 from runner.sandbox.collect import AgentEnd, build_output
 from runner.world import SNAPSHOT_NAME
@@ -94,7 +95,7 @@ async def _collect(task_id: str, epoch: int) -> SampleOutput:
     return build_output(task_id, epoch, AgentEnd(exit_code=0), files, session.spec.limits, time_limit_s=0)
 
 
-@metric
+@metric(name=METRIC)
 def scored_mean() -> Metric:
     """The mean of the scored values, abstentions (``None``) left out as v1 leaves them out; NaN when none is
     scored (``ref`` never scores ``reasoning_utility``), never a 0 that no judge gave."""
@@ -106,7 +107,7 @@ def scored_mean() -> Metric:
     return compute
 
 
-@scorer(name=registered("ispm_scorer"), metrics={d: [scored_mean()] for d in DIMENSIONS})
+@scorer(name=registered(SCORER), metrics={d: [scored_mean()] for d in DIMENSIONS})
 def ispm_scorer(judges: Sequence[str] = DEFAULT_JUDGES) -> Scorer:
     """v1 grading of one epoch; ``judges`` are the two slots: model roles, or ``ref``/``ref#2`` offline."""
     slots = tuple(judges)

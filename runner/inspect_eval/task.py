@@ -26,11 +26,13 @@ from runner.inspect_eval.sandbox import TASK_METADATA_KEY, IspmSandboxConfig
 from runner.inspect_eval.scorer import ispm_scorer
 from runner.inspect_eval.task_set import tasks
 from runner.inspect_eval.tools import schema_docs, sql, submit
+from runner.inspect_names import TASK
+from runner.run.spec import V1_EPOCHS, V1_SAMPLE_LIMIT_S
 from runner.tasks.model import Task as IspmTask
 
-EPOCHS = 5
+EPOCHS = V1_EPOCHS
 """The epochs of an official run of v1."""
-TIME_LIMIT_S = 900
+TIME_LIMIT_S = int(V1_SAMPLE_LIMIT_S)
 """Per sample, as in v1."""
 
 INSTRUCTIONS = """\
@@ -106,7 +108,7 @@ def default_solver() -> Solver:
     return agent  # type: ignore[return-value]  # an Agent is accepted wherever a Solver is
 
 
-@task(name=registered("ispm_enterprise_sql"))
+@task(name=registered(TASK))
 def ispm_enterprise_sql(
     task_ids: str | list[str] | None = None,
     vendor: str | None = None,

@@ -1,34 +1,32 @@
-"""The task set and its published ground truth, loaded once per process for the sandbox, the task and the scorer."""
+"""The task set and its published ground truth for the sandbox, the task and the scorer, from the one catalog of
+the task set (:func:`runner.tasks.catalog.catalog`), read once per process."""
 
 from __future__ import annotations
 
-from functools import cache
+from collections.abc import Mapping
 
 from runner.errors import TaskError
-from runner.paths import tasks_dir
-from runner.tasks.load import load_tasks
+from runner.tasks.catalog import catalog
 from runner.tasks.model import Task
-from runner.tasks.truth import GROUND_TRUTH_NAME, TaskTruth, load_ground_truth
+from runner.tasks.truth import TaskTruth
 
 
-@cache
-def tasks() -> dict[str, Task]:
+def tasks() -> Mapping[str, Task]:
     """Every task of v1, by id, in the task set's order.
 
     Raises:
         TaskError: a task file is malformed.
     """
-    return {task.id: task for task in load_tasks(tasks_dir())}
+    return catalog().by_id
 
 
-@cache
-def truths() -> dict[str, TaskTruth]:
+def truths() -> Mapping[str, TaskTruth]:
     """The published ground truth of every task, by id (host-only: the scorer's, never the sandbox's).
 
     Raises:
         TaskError: the ground-truth file is missing or malformed.
     """
-    return dict(load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME).tasks)
+    return catalog().truths
 
 
 def task_by_id(task_id: str) -> Task:

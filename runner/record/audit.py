@@ -32,13 +32,13 @@ from runner.grading.consensus import consensus
 from runner.grading.coverage import CoverageError, CoverageReport
 from runner.grading.grade import GradingContext
 from runner.grading.rubric import load_rubrics
-from runner.paths import tasks_dir, world_dir
+from runner.paths import world_dir
 from runner.record.build import build_record
 from runner.record.bundle import MANIFEST_NAME, BundleManifest, sha256_bytes
 from runner.record.model import RECORD_NAME
 from runner.run.digests import current_digests
 from runner.run.journal import JOURNAL_NAME, Entry, RunStarted, SampleFinished, SampleGraded, scan_entries
-from runner.tasks.load import load_tasks
+from runner.tasks.catalog import catalog
 from runner.tasks.model import Task
 from runner.transcript.model import SampleKey
 from runner.transcript.storage import TranscriptError, read_part
@@ -151,7 +151,7 @@ def _audit_dir(run_dir: Path, report: AuditReport) -> None:
 
     rebuilt: dict[str, Any] | None = None
     try:
-        rebuilt = build_record(entries, load_tasks(tasks_dir())).model_dump(mode="json")
+        rebuilt = build_record(entries, catalog().tasks).model_dump(mode="json")
     except IspmError as exc:
         report.problems.append(f"record: cannot rebuild the record from the journal: {exc}")
     if rebuilt is not None and recorded is not None:
@@ -162,7 +162,7 @@ def _audit_dir(run_dir: Path, report: AuditReport) -> None:
             report.problems.append(f"record: ... and {len(diffs) - MAX_DIFFS} more differences")
 
     _check_consensus(entries, recorded, report)
-    _check_replay_and_coverage(entries, {t.id: t for t in load_tasks(tasks_dir())}, report)
+    _check_replay_and_coverage(entries, catalog().by_id, report)
     _check_digests(entries, starts, recorded, report)
     _check_transcripts(run_dir, entries, report)
 

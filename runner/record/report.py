@@ -27,11 +27,11 @@ from markupsafe import Markup
 from runner.grading.coverage import CoverageReport, JoinEdge
 from runner.grading.grades import DIMENSIONS, Dimension, Grade
 from runner.grading.model import JudgeVote
-from runner.paths import scoring_doc, tasks_dir
+from runner.paths import scoring_doc
 from runner.record.build import load_record
 from runner.record.model import FAILURE_KINDS, RunRecord, SampleRecord, TokenCount
 from runner.record.standing import no_score_reason, unranked_reason
-from runner.tasks.load import load_tasks
+from runner.tasks.catalog import catalog
 from runner.tasks.model import Task
 
 REPORT_NAME = "report.html"
@@ -493,7 +493,7 @@ def write_report(
         RunError: ``record.json`` is missing or unreadable.
     """
     record = record or load_record(run_dir)
-    task_set = tasks if tasks is not None else load_tasks(tasks_dir())
+    task_set = tasks if tasks is not None else catalog().tasks
     target = out or run_dir / REPORT_NAME
     target.parent.mkdir(parents=True, exist_ok=True)
     page = render_report(record, task_set, scoring_doc().read_text(encoding="utf-8"), sample_links or {})

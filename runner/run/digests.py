@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from runner.grading.rubric import RubricSet, load_rubrics
-from runner.paths import tasks_dir, world_dir
+from runner.paths import world_dir
 from runner.run.spec import Digests
-from runner.tasks.load import load_tasks
-from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth, task_set_digest
+from runner.tasks.catalog import catalog
+from runner.tasks.truth import task_set_digest
 from runner.world.verify import verify
 
 
@@ -17,11 +17,11 @@ def current_digests(rubrics: RubricSet | None = None) -> Digests:
         WorldError: the snapshot does not match its own manifest.
     """
     manifest = verify(world_dir()).manifest
-    truth = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME)
+    truth = catalog().truth
     return Digests(
         world_logical=manifest.logical_digest,
         world_pinned=truth.world_logical_digest,
-        task_set=task_set_digest(load_tasks(tasks_dir())),
+        task_set=task_set_digest(catalog().tasks),
         task_set_pinned=truth.task_set_digest,
         ground_truth=truth.ground_truth_digest,
         rubric_set=(rubrics or load_rubrics()).digest,

@@ -8,7 +8,7 @@ into calibration runs' folders, and official runs refuse calibration.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from runner.grading.reference_judge import gold_answer
@@ -16,7 +16,7 @@ from runner.tasks.model import Task
 from runner.tasks.truth import TaskTruth
 
 
-def write_recordings(tasks: Iterable[Task], truths: dict[str, TaskTruth], folder: Path) -> Path:
+def write_recordings(tasks: Iterable[Task], truths: Mapping[str, TaskTruth], folder: Path) -> Path:
     """Write one gold recording per task into ``folder`` (readable by the agent's uid) and return it."""
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o755)

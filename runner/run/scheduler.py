@@ -38,7 +38,7 @@ import secrets
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -142,7 +142,7 @@ class RunPlan:
     """The resolved image tag."""
     tasks: dict[str, Task]
     """The planned tasks, by id."""
-    truths: dict[str, TaskTruth]
+    truths: Mapping[str, TaskTruth]
     """Their ground truth, by task id (host only: it never enters a sandbox)."""
     runner: SampleRunner
     """Where the samples run: this host (:class:`~runner.run.sample_runner.HostRunner`) or a cluster."""

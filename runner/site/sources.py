@@ -13,10 +13,9 @@ from pathlib import Path
 from runner.errors import WorldError
 from runner.grading.grades import DIMENSIONS
 from runner.grading.rubric import load_rubrics
-from runner.paths import scoring_doc, tasks_dir, world_dir
+from runner.paths import scoring_doc, world_dir
 from runner.site.model import ColumnSpec, DocPage, Download, SiteSources, TableSpec
-from runner.tasks.load import load_tasks
-from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
+from runner.tasks.catalog import catalog
 from runner.world import DOCS_DIR, MANIFEST_NAME, SNAPSHOT_NAME
 from runner.world.generate import VENDOR_PREFIXES
 from runner.world.manifest import load_manifest
@@ -97,11 +96,11 @@ def load_sources(world: Path | None = None) -> SiteSources:
         Download(name=SNAPSHOT_NAME, bytes=manifest.snapshot.bytes, sha256=snapshot_sha),
         Download(name=MANIFEST_NAME, bytes=manifest_file.stat().st_size, sha256=_sha256(manifest_file)),
     )
-    truth = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME)
+    truth = catalog().truth
     rubrics = load_rubrics()
     return SiteSources(
         world=world,
-        tasks=tuple(load_tasks(tasks_dir())),
+        tasks=catalog().tasks,
         truth=truth.tasks,
         truth_digest=truth.ground_truth_digest,
         task_set_digest=truth.task_set_digest,

@@ -12,6 +12,7 @@ import hashlib
 import json
 import sqlite3
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -66,7 +67,7 @@ def _canonical(value: object) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def task_set_digest(tasks: list[Task]) -> str:
+def task_set_digest(tasks: Sequence[Task]) -> str:
     """sha256 over every task definition in canonical JSON, in id order."""
     return hashlib.sha256(
         _canonical([t.model_dump(mode="json") for t in sorted(tasks, key=lambda t: t.id)])
@@ -165,7 +166,7 @@ def derive_task(task: Task, conn: sqlite3.Connection) -> TaskTruth:
     )
 
 
-def derive(tasks: list[Task], conn: sqlite3.Connection, world_logical_digest: str) -> GroundTruth:
+def derive(tasks: Sequence[Task], conn: sqlite3.Connection, world_logical_digest: str) -> GroundTruth:
     """Derive the truth of every task. Stops at the first failing task, naming it."""
     truths = {t.id: derive_task(t, conn) for t in tasks}
     return GroundTruth(

@@ -15,10 +15,9 @@ from typing import Any, Literal
 
 from runner.errors import IspmError
 from runner.grading.grades import Grade
-from runner.paths import tasks_dir
 from runner.record.build import load_record
 from runner.record.model import RunRecord
-from runner.tasks.load import load_tasks
+from runner.tasks.catalog import catalog
 from runner.tasks.model import Task
 from runner.trace.atif import trajectory
 from runner.trace.inspect_log import eval_log, eval_sample
@@ -72,7 +71,7 @@ def _write_json(target: Path, value: Any, *, indent: int | None) -> Path:
 
 
 def _prompts(tasks: Sequence[Task] | None) -> dict[str, str]:
-    return {t.id: t.prompt for t in (tasks if tasks is not None else load_tasks(tasks_dir()))}
+    return {t.id: t.prompt for t in (tasks if tasks is not None else catalog().tasks)}
 
 
 def write_atif(run_dir: Path, out_dir: Path, tasks: Sequence[Task] | None = None) -> list[Path]:

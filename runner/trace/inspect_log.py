@@ -3,11 +3,14 @@
 ``inspect_ai.log.read_eval_log`` loads it and ``inspect view`` lists and opens it (docs/trace.md, "Exports"). The
 log holds:
 
-- the eval: the task ``ispm-enterprise-sql/v1``, the run's id, the candidate model, the epochs, and the task ids;
+- the eval: the task ``runner/ispm_enterprise_sql``, the run's id, the candidate model, the epochs and the reducer
+  ``runner/ispm_consensus``, and the task ids: the names ``inspect eval`` gives them (:mod:`runner.inspect_names`), so
+  an exported run and an ``inspect eval`` log of the same tasks are one task in ``inspect view``;
 - one sample per (task, epoch): the task's prompt as ``input``, the conversation the host saw as ``messages`` (the
   agent's system prompt, each turn it sent, each reply with its tool calls, each tool result), the answer's response
-  as the output, each dimension's epoch consensus as a score (Inspect's ``C``/``P``/``I``, with ``N`` for a
-  consensus that abstained) with every judge's vote and rationale, and the agent's tokens as model usage;
+  as the output, one score of the scorer ``ispm_scorer`` as ``inspect eval``'s scorer gives it (each dimension's
+  epoch consensus as 1.0, 0.5 or 0.0, ``None`` where it abstained) with every judge's vote and rationale, and the
+  agent's tokens as model usage;
 - the results: each dimension's mean over the tasks' consensus grades, as ``record.json`` has it, so the numbers
   are the run's, not a recomputation with Inspect's reducers (which break ties the other way: docs/scoring.md).
 
@@ -25,19 +28,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from runner import __version__
 from runner.call import OtherBlock, ReasoningBlock, TextBlock, ToolCallBlock
-from runner.grading.grades import Grade
+from runner.grading.grades import Grade, score
+from runner.inspect_names import METRIC, REDUCER, SCORER, TASK, qualified
 from runner.record.model import RunRecord
 from runner.trace.conversation import Message, ToolResultBlock
 from runner.trace.timeline import AnswerStep, CallStep, SampleTimeline, VoteStep
 
 INSPECT_LOG_VERSION = 2
 """The Inspect log format version written."""
-INSPECT_TASK = "ispm-enterprise-sql/v1"
-"""The task name the log gives the benchmark."""
-CONSENSUS_REDUCER = "ispm_v1_consensus"
-"""The epoch reducer named in the log: the v1 consensus (lowest judge within an epoch, mode across, ties down)."""
-# Inspect's own letters for a graded answer; "N" (no answer) stands for a consensus that abstained.
-INSPECT_VALUE: dict[Grade, str] = {"correct": "C", "partial": "P", "incorrect": "I", "abstain": "N"}
 
 
 class _Log(BaseModel):
@@ -109,16 +107,16 @@ class UsageOut(_Log):
 
 
 class ScoreOut(_Log):
-    """One dimension's score of one sample."""
+    """The score of one sample: ``ispm_scorer``'s, one value per graded dimension."""
 
-    value: str
-    """``C``, ``P``, ``I``, or ``N`` for a consensus that abstained."""
+    value: dict[str, float | None]
+    """Each dimension's epoch consensus as 1.0, 0.5 or 0.0; ``None`` where it abstained."""
     answer: str | None = None
     """The answer's verdict, when it gave one."""
     explanation: str
-    """Every judge's grade and rationale."""
+    """Each dimension's grade in words, then every judge's grade and rationale."""
     metadata: dict[str, Any]
-    """The grade in words and each judge's vote."""
+    """The grades in words (``grades``) and each judge's vote (``votes``)."""
 
 
 class OutputOut(_Log):
@@ -148,7 +146,7 @@ class SampleOut(_Log):
     output: OutputOut
     """The answer."""
     scores: dict[str, ScoreOut]
-    """Each graded dimension's epoch consensus."""
+    """The one scorer's score, under its name."""
     metadata: dict[str, Any]
     """The sample's status, failure, answer, SQL and notes."""
     model_usage: dict[str, UsageOut]
@@ -165,7 +163,7 @@ class MetricOut(_Log):
     """One metric of a score."""
 
     name: str
-    """``mean``."""
+    """``scored_mean``."""
     value: float
     """Its value."""
 
@@ -176,15 +174,17 @@ class ScoreSummaryOut(_Log):
     name: str
     """The dimension."""
     scorer: str
-    """``ispm_judges``."""
+    """``ispm_scorer``."""
     reducer: str
-    """The v1 consensus."""
+    """The v1 consensus, ``runner/ispm_consensus``."""
+    params: dict[str, Any]
+    """The scorer's arguments: the judge slots."""
     scored_samples: int
     """Tasks with a real consensus grade."""
     unscored_samples: int
     """Tasks whose consensus abstained."""
     metrics: dict[str, MetricOut]
-    """The mean."""
+    """The mean of the scored tasks; none where no task was scored."""
 
 
 class EvalLogOut(_Log):
@@ -278,12 +278,16 @@ def conversation(timeline: SampleTimeline, prompt: str) -> list[MessageOut]:
     return out
 
 
-def _score(votes: Sequence[VoteStep], grade: Grade, verdict: str | None) -> ScoreOut:
+def _score(votes: Sequence[VoteStep], consensus: dict[str, Grade], verdict: str | None) -> ScoreOut:
+    lines = []
+    for d, g in consensus.items():
+        lines.append(f"{d}: {g}")
+        lines += [f"  {v.judge}: {v.grade}: {v.rationale}" for v in votes if v.dimension == d]
     return ScoreOut(
-        value=INSPECT_VALUE[grade],
+        value={d: score(g) for d, g in consensus.items()},
         answer=verdict,
-        explanation="\n".join(f"{v.judge}: {v.grade}: {v.rationale}" for v in votes),
-        metadata={"grade": grade, "votes": [v.model_dump(mode="json", exclude={"kind", "at"}) for v in votes]},
+        explanation="\n".join(lines),
+        metadata={"grades": consensus, "votes": [v.model_dump(mode="json", exclude={"kind", "at"}) for v in votes]},
     )
 
 
@@ -340,7 +344,7 @@ def eval_sample(timeline: SampleTimeline, prompt: str, consensus: dict[str, Grad
             choices=[{"message": {"role": "assistant", "content": response, "source": "generate"}}],
             completion=response,
         ),
-        scores={d: _score([v for v in votes if v.dimension == d], g, verdict) for d, g in consensus.items()},
+        scores={SCORER: _score(votes, consensus, verdict)},
         metadata={
             "status": timeline.status,
             "transcript": timeline.transcript,
@@ -357,16 +361,19 @@ def eval_sample(timeline: SampleTimeline, prompt: str, consensus: dict[str, Grad
 def eval_log(record: RunRecord, samples: list[SampleOut]) -> EvalLogOut:
     """The log of a run: its spec, its scores as the record has them, and its samples."""
     model = record.candidate_model or f"none/{record.calibration or 'no-candidate'}"
+    dimensions = list(record.scores.dimensions) if record.scores is not None else []
     results = None
+    params = {"judges": list(record.spec.judges)}
     if record.scores is not None:
         summaries = [
             ScoreSummaryOut(
                 name=d,
-                scorer="ispm_judges",
-                reducer=CONSENSUS_REDUCER,
+                scorer=SCORER,
+                reducer=qualified(REDUCER),
+                params=params,
                 scored_samples=s.graded,
                 unscored_samples=s.abstained,
-                metrics={"mean": MetricOut(name="mean", value=s.mean)} if s.mean is not None else {},
+                metrics={METRIC: MetricOut(name=METRIC, value=s.mean)} if s.mean is not None else {},
             )
             for d, s in record.scores.dimensions.items()
         ]
@@ -393,7 +400,8 @@ def eval_log(record: RunRecord, samples: list[SampleOut]) -> EvalLogOut:
             "run_id": record.run_id,
             "eval_id": record.run_id,
             "created": record.started_at,
-            "task": INSPECT_TASK,
+            "task": qualified(TASK),
+            "task_registry_name": qualified(TASK),
             "task_id": record.run_id,
             "dataset": {
                 "name": "ispm-crossvendor-v1",
@@ -401,7 +409,8 @@ def eval_log(record: RunRecord, samples: list[SampleOut]) -> EvalLogOut:
                 "sample_ids": sorted({s.task_id for s in record.samples}),
             },
             "model": model,
-            "config": {"epochs": record.spec.epochs, "epochs_reducer": [CONSENSUS_REDUCER]},
+            "config": {"epochs": record.spec.epochs, "epochs_reducer": [qualified(REDUCER)]},
+            "scorers": [{"name": SCORER, "options": params, "metrics": {d: [{"name": METRIC}] for d in dimensions}}],
             "packages": {"ispm": __version__},
             "metadata": {
                 "official": record.official,

@@ -31,10 +31,9 @@ from jinja2 import Environment
 
 from runner import log
 from runner.errors import IspmError
-from runner.paths import tasks_dir
 from runner.record.model import RunRecord
 from runner.record.report import REPORT_NAME, environment, write_report
-from runner.tasks.load import load_tasks
+from runner.tasks.catalog import catalog
 from runner.tasks.model import Task
 from runner.trace.sql_text import SqlLayout, sql_of_call
 from runner.trace.timeline import RunSamples, SampleTimeline, read_run, sample_timeline
@@ -153,7 +152,7 @@ def write_report_and_pages(
     Raises:
         RunError: ``record.json`` is missing or unreadable.
     """
-    task_set = tasks if tasks is not None else load_tasks(tasks_dir())
+    task_set = tasks if tasks is not None else catalog().tasks
     target = out or run_dir / REPORT_NAME
     target.parent.mkdir(parents=True, exist_ok=True)
     links, notes = write_sample_pages(environment(), run_dir, target.parent, {t.id: t.title for t in task_set})
