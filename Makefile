@@ -65,15 +65,20 @@ postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 	    { apt-get update && apt-get install -y --no-install-recommends postgresql; }
 
-# Everything, as CI runs it: the real Docker engine, chromium, PostgreSQL and Ray clusters on loopback.
+# Everything, as CI runs it: the real Docker engine, chromium, PostgreSQL and Ray clusters on loopback. The tests that
+# need none of them run first, on several processes; the others one at a time, as they share the engine. Both halves
+# always run; the target fails if either did.
+LANE_PARTS := docker or browser or postgres or ray
 test: $(STAMP) images browser postgres
-	$(BIN)/python -m pytest -q
+	@$(BIN)/python -m pytest -q -n auto -m "not ($(LANE_PARTS))"; fast=$$?; \
+	    $(BIN)/python -m pytest -q --durations=25 -m "$(LANE_PARTS)"; slow=$$?; \
+	    [ $$fast -eq 0 ] && [ $$slow -eq 0 ]
 
 # The fast lane: every test that needs no Docker, browser, PostgreSQL or Ray (tests/lanes.py). A test that reaches for
 # one without its marker fails here by name: Docker points at no engine and the other parts refuse to start.
 check: $(STAMP)
 	ISPM_TEST_LANE=check DOCKER_HOST=unix:///nonexistent/ispm-check-lane.sock \
-	    $(BIN)/python -m pytest -q -p no:cacheprovider -m "not docker and not browser and not postgres and not ray"
+	    $(BIN)/python -m pytest -q -p no:cacheprovider -n auto -m "not ($(LANE_PARTS))"
 
 lint: $(STAMP)
 	$(BIN)/ruff check runner tests bench images/base/ispm-sql images/agents

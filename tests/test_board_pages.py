@@ -170,3 +170,14 @@ def test_the_leaderboard_and_the_task_pages_read_each_published_record_once_by_o
         {t.task_id for t in record.scores.tasks} if record.scores else set(),
     )
     assert entry.record.scores is not None and (entry.record.scores.tasks, entry.record.scores.breakdowns) == ([], {})
+
+
+@pytest.mark.parametrize(("path", "location"), [("/tasks/%C2%80%2F", "/tasks/%C2%80"), ("/tasks/%1F%2F", "/tasks/%1F")])
+def test_a_trailing_slash_redirect_names_its_path_percent_encoded(
+    board: tuple[Any, TestClient], path: str, location: str
+) -> None:
+    # The fuzzer's find: a decoded control or non-ASCII character went raw into the location header (a 500, or a
+    # header no client can follow).
+    _, client = board
+    response = client.get(path, follow_redirects=False)
+    assert (response.status_code, response.headers["location"]) == (308, location)

@@ -7,6 +7,8 @@ trailing slash is redirected with a relative ``location`` (never one built from 
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -49,7 +51,8 @@ def create_app(ctx: BoardContext) -> Starlette:
         if isinstance(exc, HTTPException) and not isinstance(exc, PageNotFound):
             other = path.rstrip("/") if path.endswith("/") else path + "/"
             if other != path and other and _matches(app, request.scope, other):
-                return Response(status_code=308, headers={"location": other})
+                # Percent-encoded: the path is decoded, and a control or non-ASCII character is no header byte.
+                return Response(status_code=308, headers={"location": quote(other)})
         if isinstance(exc, HTTPException) and path.startswith("/api/"):
             return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
         message = str(exc) if isinstance(exc, PageNotFound) else f"There is no page at {shown(path)!r}."
