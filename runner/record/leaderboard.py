@@ -17,6 +17,8 @@ from urllib.parse import quote
 
 from runner.grading.grades import DIMENSIONS, Dimension
 from runner.paths import scoring_doc
+from runner.prices import PRICES_LABEL, Cost
+from runner.record.cost import run_cost
 from runner.record.model import RunRecord
 from runner.record.report import REPORT_NAME, RunClass, environment, highest_pass_k, render_markdown, run_class
 from runner.record.standing import unranked_reason
@@ -46,6 +48,8 @@ class BoardRow:
     date: str
     report_href: str | None
     """A relative link to the run's own report page, when it has one."""
+    cost: Cost
+    """The run's dollars, derived from its tokens (:mod:`runner.record.cost`)."""
 
 
 def board_rows(entries: Sequence[tuple[RunRecord, str | None]]) -> list[BoardRow]:
@@ -89,6 +93,7 @@ def _row(record: RunRecord, href: str | None) -> BoardRow:
         tasks_graded=correctness.graded if correctness else None,
         date=record.started_at[:10],
         report_href=href,
+        cost=run_cost(record).total,
     )
 
 
@@ -97,7 +102,7 @@ def render_leaderboard(rows: Sequence[BoardRow], scoring_markdown: str) -> str:
     return (
         environment()
         .get_template("leaderboard.html.j2")
-        .render(rows=rows, dimensions=DIMENSIONS, scoring=render_markdown(scoring_markdown))
+        .render(rows=rows, dimensions=DIMENSIONS, scoring=render_markdown(scoring_markdown), prices=PRICES_LABEL)
     )
 
 
