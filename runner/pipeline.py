@@ -26,16 +26,18 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from runner import __version__, log
+from runner.call import Usage
 from runner.cluster.driver import RayRunner
 from runner.cluster.model import NodeExpectations
 from runner.cluster.probe import probe_candidate
 from runner.gateway.preflight import preflight
-from runner.gateway.server import Gateway
+from runner.gateway.server import Caps, Gateway
 from runner.grading.grade import GradingContext, make_judges
 from runner.grading.judge import Judge
 from runner.grading.rubric import RubricSet, load_rubrics
 from runner.grading.slots import is_reference
 from runner.paths import tasks_dir, world_dir
+from runner.prices import price
 from runner.record.build import build_record, write_record
 from runner.record.model import RECORD_NAME, RunRecord
 from runner.record.report import REPORT_NAME
@@ -267,6 +269,7 @@ def start_run(
     folder = run_dir or Path("runs") / run_id
     if (folder / JOURNAL_NAME).exists():
         raise RunError(f"{folder} already holds a run; resume it with `ispm run --resume {folder}`")
+    check_priced(spec)
     checked = preflight or run_preflight(spec, probe=gateway is None, ray_address=ray_address)
     folder.mkdir(parents=True, exist_ok=True)
     rubrics = load_rubrics()
@@ -280,6 +283,20 @@ def start_run(
         judge_dry_runs=checked.judge_dry_runs,
     )
     return _go(folder, started, [], backend, gateway, progress, rubrics, ray_address, stop, board)
+
+
+def check_priced(spec: RunSpec) -> None:
+    """Refuse a run cost limit on a run whose models are not all priced (it could not be held to it).
+
+    Raises:
+        RunError: naming each model the price data does not know.
+    """
+    if spec.run_cost_limit_usd is None:
+        return
+    models = [m for m in (spec.needed_model, *spec.judges) if m is not None and not is_reference(m)]
+    unpriced = [note for m in models for note in price(m, Usage(input_tokens=1, output_tokens=1)).unpriced]
+    if unpriced:
+        raise RunError("--run-cost-limit needs every model priced; the price data does not know some", unpriced)
 
 
 def resume_run(
@@ -431,7 +448,8 @@ def _sample_runner(
     with ExitStack() as owned:  # what this run made for itself it closes, the backend first
         if gateway is None and spec.needed_model is not None:
             # The agent reaches its model only through this host-side gateway, which also counts its tokens.
-            gateway = owned.enter_context(closing(Gateway(spec.needed_model)))
+            caps = Caps(max_tokens=spec.sample_token_limit, max_usd=spec.run_cost_limit_usd)
+            gateway = owned.enter_context(closing(Gateway(spec.needed_model, caps=caps)))
         if backend is None:
             backend = owned.enter_context(closing(make_backend(spec.backend, board=board)))
         yield HostRunner(backend, gateway, board=board), _journals_nothing
