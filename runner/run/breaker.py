@@ -155,5 +155,11 @@ def sample_usd(candidate: str, usage: SampleUsage | None, votes: Sequence[JudgeV
     for v in votes:
         first.setdefault(v.judge, v)
     for alias, v in first.items():
-        usd += price(alias, Usage(input_tokens=v.input_tokens, output_tokens=v.output_tokens), at).usd or 0.0
+        tokens = Usage(
+            input_tokens=v.input_tokens,
+            output_tokens=v.output_tokens,
+            cached_tokens=v.cached_tokens,
+            cache_write_tokens=v.cache_write_tokens,
+        )
+        usd += price(alias, tokens, at).usd or 0.0
     return usd
