@@ -39,6 +39,7 @@ from runner.grading.slots import is_reference
 from runner.paths import tasks_dir, world_dir
 from runner.prices import price
 from runner.record.build import build_record, write_record
+from runner.record.cost import projection_lines
 from runner.record.model import RECORD_NAME, RunRecord
 from runner.record.report import REPORT_NAME
 from runner.run.calibration import calibration_spec
@@ -146,7 +147,7 @@ class Preflight(BaseModel):
         lines = [
             f"model          {alias}  ->  {m or '(no model id returned)'}" for alias, m in self.resolved_models.items()
         ]
-        return lines + [d.summary_line() for d in self.judge_dry_runs]
+        return lines + [d.summary_line() for d in self.judge_dry_runs] + projection_lines(self.judge_dry_runs)
 
 
 def resolve_models(spec: RunSpec, ray_address: str | None = None) -> dict[str, str]:

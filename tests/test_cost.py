@@ -23,12 +23,13 @@ from runner.call import Usage
 from runner.paths import tasks_dir
 from runner.prices import PRICE_LIBRARY_VERSION, PRICES_LABEL, Cost, price, usd_text
 from runner.record.build import build_record, write_record
-from runner.record.cost import run_cost
+from runner.record.cost import judge_cost_range, projection_lines, run_cost
 from runner.record.leaderboard import write_leaderboard
 from runner.record.model import RunRecord
 from runner.record.report import write_report
 from runner.record.store import QUERIES, load_summaries, open_store, run_query
 from runner.run.journal import JOURNAL_NAME, read_entries
+from runner.run.model import JudgeDryRun
 from runner.tasks.load import load_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -171,3 +172,39 @@ def test_ispm_trace_ends_with_the_samples_cost(priced_run: Path) -> None:
     assert last[0].startswith("cost: $") and "agent $" in last[0] and "judges tokens only" in last[0]
     assert PRICES_LABEL in last[0]
     assert any("openai/judge-a: not in" in line for line in last[1:])
+
+
+# --- preflight's projection ------------------------------------------------------------------------------------
+
+
+def _dry_run(judge: str) -> JudgeDryRun:
+    return JudgeDryRun(
+        judge=judge, samples=6, calls=6, input_tokens=12_000, output_tokens=750, latency_s=1.0,
+        projected_samples=635, projected_input_tokens=1_270_000, projected_output_tokens=79_375,
+        sample_input_tokens=(1000, 3000), sample_output_tokens=(50, 200),
+    )  # fmt: skip
+
+
+def test_preflight_prices_the_judges_over_the_run_as_a_range() -> None:
+    found = judge_cost_range(_dry_run("openai/gpt-4o-mini"))
+    assert found is not None
+    low, high = found
+    # 635 calls, each as cheap as the cheapest calibration sample (1,000 in / 50 out), or as dear as the dearest.
+    assert low.usd == pytest.approx(by_hand(GPT_4O_MINI, 1000 * 635, 0, 50 * 635))
+    assert high.usd == pytest.approx(by_hand(GPT_4O_MINI, 3000 * 635, 0, 200 * 635))
+    lines = projection_lines([_dry_run("openai/gpt-4o-mini"), _dry_run("openai/gpt-4.1-mini")])
+    both = by_hand(GPT_4O_MINI, 1000 * 635, 0, 50 * 635) + by_hand(GPT_41_MINI, 1000 * 635, 0, 50 * 635)
+    assert lines[2].startswith(f"projected cost of the judges: {usd_text(both)} to ") and "1,270 calls" in lines[2]
+    assert PRICES_LABEL in lines[3]
+
+
+def test_a_dry_run_recorded_before_ranges_projects_no_cost_and_is_written_as_before() -> None:
+    old = _dry_run("openai/gpt-4o-mini").model_copy(update={"sample_input_tokens": None, "sample_output_tokens": None})
+    assert judge_cost_range(old) is None and projection_lines([old]) == []
+    assert "sample_input_tokens" not in old.model_dump_json()
+
+
+def test_an_unpriced_judge_projects_tokens_only_with_a_note() -> None:
+    lines = projection_lines([_dry_run("openai/judge-a")])
+    assert lines[0].startswith("projected cost openai/judge-a: tokens only to tokens only")
+    assert "openai/judge-a: not in" in lines[1]

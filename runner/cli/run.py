@@ -50,6 +50,7 @@ def preflight_command(candidate: str, judges: tuple[str, ...], skip_dry_run: boo
     from runner.grading.grade import make_judges
     from runner.grading.rubric import load_rubrics
     from runner.pipeline import dry_run
+    from runner.record.cost import projection_lines
     from runner.run.spec import V1_EPOCHS
     from runner.tasks.load import load_tasks
 
@@ -76,6 +77,8 @@ def preflight_command(candidate: str, judges: tuple[str, ...], skip_dry_run: boo
         click.echo(f"{role:<9}  {model.alias}  ->  {returned}  ({model.latency_s:.2f} s, {model.base_url})")
     for d in dry_runs.values():
         click.echo(d.summary_line())
+    for line in projection_lines(list(dry_runs.values())):
+        click.echo(line)
 
 
 def _finite_dollars(value: float | None) -> float | None:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from runner.call import Usage
 from runner.prices import PRICES_LABEL, Cost, price
 from runner.record.model import RecordedCall, TokenCount
+from runner.run.model import JudgeDryRun
 
 
 class PricedSample(Protocol):
@@ -193,3 +194,35 @@ def run_cost(run: PricedRun) -> RunCost:
         ],
         samples=samples,
     )
+
+
+def judge_cost_range(dry: JudgeDryRun, at: datetime | None = None) -> tuple[Cost, Cost] | None:
+    """A judge's projected dollars over the run's samples, from its dry run: every sample as cheap as its cheapest
+    calibration sample, and as dear as its dearest (one call each); ``None`` for a dry run without ranges."""
+    if dry.sample_input_tokens is None or dry.sample_output_tokens is None:
+        return None
+    n = dry.projected_samples
+    (low_in, high_in), (low_out, high_out) = dry.sample_input_tokens, dry.sample_output_tokens
+    low = price(dry.judge, Usage(input_tokens=low_in * n, output_tokens=low_out * n), at)
+    high = price(dry.judge, Usage(input_tokens=high_in * n, output_tokens=high_out * n), at)
+    return low, high
+
+
+def projection_lines(dry_runs: Sequence[JudgeDryRun]) -> list[str]:
+    """What preflight prints of a run's projected judge cost, before any sample runs."""
+    lines = []
+    low, high, calls = Cost(), Cost(), 0
+    for dry in dry_runs:
+        found = judge_cost_range(dry)
+        if found is None:
+            continue
+        low, high, calls = low + found[0], high + found[1], calls + dry.projected_samples
+        lines.append(
+            f"projected cost {dry.judge}: {found[0].text()} to {found[1].text()} over {dry.projected_samples:,} "
+            "calls (every sample as its cheapest, and as its dearest, calibration sample)"
+        )
+        lines += [f"  note: {n}" for n in found[1].unpriced]
+    if lines:
+        lines.append(f"projected cost of the judges: {low.text()} to {high.text()} over {calls:,} calls")
+        lines.append(f"  prices: {PRICES_LABEL}; the candidate's cost is not known before its agent runs")
+    return lines
