@@ -24,7 +24,7 @@ from runner.paths import tasks_dir
 from runner.prices import PRICE_LIBRARY_VERSION, PRICES_LABEL, Cost, price, usd_text
 from runner.record.build import build_record, write_record
 from runner.record.cost import judge_cost_range, projection_lines, run_cost
-from runner.record.leaderboard import write_leaderboard
+from runner.record.leaderboard import board_rows, cost_plot, pareto_frontier, render_leaderboard, write_leaderboard
 from runner.record.model import RunRecord
 from runner.record.report import write_report
 from runner.record.store import QUERIES, load_summaries, open_store, run_query
@@ -208,3 +208,52 @@ def test_an_unpriced_judge_projects_tokens_only_with_a_note() -> None:
     lines = projection_lines([_dry_run("openai/judge-a")])
     assert lines[0].startswith("projected cost openai/judge-a: tokens only to tokens only")
     assert "openai/judge-a: not in" in lines[1]
+
+
+# --- the leaderboard's plot ------------------------------------------------------------------------------------
+
+
+def test_the_pareto_frontier_keeps_runs_no_cheaper_run_matches() -> None:
+    runs = [("a", 1.0, 0.9), ("b", 0.1, 0.5), ("c", 0.5, 0.4), ("d", 1.0, 0.7), ("e", 0.1, 0.3), ("f", 5.0, 0.9)]
+    assert pareto_frontier(runs) == {"a", "b"}  # c, e: b is cheaper or as cheap and better; d, f: a is
+
+
+def _ranked(record: RunRecord, run_id: str, candidate: str, correctness: float) -> RunRecord:
+    assert record.scores is not None and record.health is not None
+    dims = dict(record.scores.dimensions)
+    dims["answer_correctness"] = dims["answer_correctness"].model_copy(update={"mean": correctness})
+    return record.model_copy(
+        update={
+            "run_id": run_id,
+            "candidate_model": candidate,
+            "health": record.health.model_copy(update={"problems": []}),
+            "scores": record.scores.model_copy(update={"dimensions": dims}),
+        }
+    )
+
+
+def test_the_leaderboard_plots_correctness_against_cost_and_lists_unpriced_runs(priced_run: Path) -> None:
+    record = RunRecord.model_validate_json((priced_run / "record.json").read_bytes())
+    records = [
+        _ranked(record, "run-a", "openai/gpt-4o", 1.0),
+        _ranked(record, "run-b", "openai/gpt-4o-mini", 0.5),
+        _ranked(record, "run-d", "openai/gpt-4o", 0.5),  # as dear as run-a, less correct
+        _ranked(record, "run-e", "openai/gpt-scripted-1", 0.9),  # its agent has no price
+    ]
+    rows = board_rows([(r, None) for r in records])
+    plot = cost_plot(rows)
+    assert plot is not None
+    assert [(p.run_id, p.frontier) for p in plot.points] == [("run-b", True), ("run-a", True), ("run-d", False)]
+    assert plot.unpriced == ["run-e"]
+    cheap, dear = plot.points[0], plot.points[1]
+    assert cheap.x < dear.x and cheap.y > dear.y  # cheaper to the left, more correct higher up
+    # Log scale: whole decades from below the cheapest run to above the dearest, one tick each.
+    assert [label for _, label in plot.x_ticks] == ["$0.001", "$0.01"]
+    page = render_leaderboard(rows, "# Scoring")
+    assert page.count('class="run frontier"') == 2 and page.count('class="run"') == 1
+    assert 'id="unplotted"' in page and "run-e" in page.split('id="unplotted"')[1].split("</p>")[0]
+
+
+def test_no_ranked_run_no_plot() -> None:
+    record = RunRecord.model_validate_json((RUN / "record.json").read_bytes())  # unhealthy: listed, not ranked
+    assert cost_plot(board_rows([(record, None)])) is None

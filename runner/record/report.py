@@ -28,7 +28,7 @@ from runner.grading.coverage import CoverageReport, JoinEdge
 from runner.grading.grades import DIMENSIONS, Dimension, Grade
 from runner.grading.model import JudgeVote
 from runner.paths import scoring_doc, tasks_dir
-from runner.prices import Cost
+from runner.prices import Cost, usd_text
 from runner.record.build import load_record
 from runner.record.cost import RunCost, run_cost
 from runner.record.model import FAILURE_KINDS, RunRecord, SampleRecord, TokenCount
@@ -427,6 +427,7 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["fmt"] = fmt
+    env.filters["usd"] = usd_text
     env.filters["ci"] = fmt_ci
     env.globals.update(
         DIMENSION_LABELS=DIMENSION_LABELS,
