@@ -42,6 +42,7 @@ from runner.record.build import build_record, write_record
 from runner.record.cost import projection_lines
 from runner.record.model import RECORD_NAME, RunRecord
 from runner.record.report import REPORT_NAME
+from runner.run.breaker import spent_usd
 from runner.run.calibration import calibration_spec
 from runner.run.digests import current_digests
 from runner.run.dry_run import JudgeDryRun, dry_run_judges, load_calibration_set
@@ -384,6 +385,8 @@ def _go(
     if spec.calibration == "replay":
         replay_dir = write_recordings([tasks[t] for t in wanted], truths, folder / REPLAY_DIR)
     finished, graded = done_pairs(entries)
+    # What earlier attempts spent counts against the run's cost limit, in the gateway and in the scheduler alike.
+    spent = spent_usd(entries, spec.candidate) if spec.run_cost_limit_usd is not None else 0.0
     # Made before the journal opens: a judge that cannot be made (a key missing) leaves no trace of this start.
     image, judges = resolve_image(spec.agent_image), make_judges(spec.judges, rubrics)
     # The run's own stop request: a cluster makes it when every node it admitted is gone. A caller's request (a
@@ -393,7 +396,7 @@ def _go(
     attempt = secrets.token_hex(8)  # this start or resume: labelled on its sandboxes, and naming its node agents
     with (
         stop.passed_on(request) if stop is not None else nullcontext(),
-        _sample_runner(started, attempt, backend, gateway, ray_address, board) as (runner, journaling),
+        _sample_runner(started, attempt, backend, gateway, ray_address, board, spent) as (runner, journaling),
         Journal(folder / JOURNAL_NAME) as journal,
     ):
         journal.append(started)
@@ -412,6 +415,7 @@ def _go(
                 finished=finished,
                 graded=graded,
                 attempt=attempt,
+                spent_usd=spent,
             )
             outcome, used = execute(plan, used_s=started.used_s, progress=progress, stop=request)
         if outcome == "completed":
@@ -436,9 +440,11 @@ def _sample_runner(
     gateway: Gateway | None,
     ray_address: str | None,
     board: str | None = None,
+    spent_usd: float = 0.0,
 ) -> Iterator[tuple[SampleRunner, Journaling]]:
     """Where the run's samples run, for the block: this host (``backend``, else the spec's, and ``gateway``, else
-    one of the run's own when it needs a model), or the cluster of the ``ray`` backend."""
+    one of the run's own when it needs a model, allowed what is left of the run's cost limit after ``spent_usd``),
+    or the cluster of the ``ray`` backend."""
     spec = started.spec
     if spec.backend == "ray":
         # The driver keeps the journal, grading, judges and record; the cluster's nodes run the samples, each with
@@ -449,7 +455,10 @@ def _sample_runner(
     with ExitStack() as owned:  # what this run made for itself it closes, the backend first
         if gateway is None and spec.needed_model is not None:
             # The agent reaches its model only through this host-side gateway, which also counts its tokens.
-            caps = Caps(max_tokens=spec.sample_token_limit, max_usd=spec.run_cost_limit_usd)
+            limit = spec.run_cost_limit_usd
+            caps = Caps(
+                max_tokens=spec.sample_token_limit, max_usd=None if limit is None else max(limit - spent_usd, 0)
+            )
             gateway = owned.enter_context(closing(Gateway(spec.needed_model, caps=caps)))
         if backend is None:
             backend = owned.enter_context(closing(make_backend(spec.backend, board=board)))

@@ -223,3 +223,20 @@ def test_the_cost_breaker_trips_once_the_samples_reach_the_limit() -> None:
     assert trip is not None and trip.breaker == "cost" and "cost limit is reached" in trip.reason
     assert breakers.over_budget() == trip  # no sample starts after it
     assert Breakers(10, "openai/gpt-4o").spent(sample, []) is None  # no limit, no breaker
+
+
+def test_a_resume_counts_what_the_journal_already_spent_against_the_cost_limit(tmp_path: Path) -> None:
+    from runner.run.breaker import spent_usd
+    from runner.run.journal import JOURNAL_NAME, read_entries
+
+    # The fake-provider run of tests/fixtures/v1_runs, its models renamed to priced ones (as tests/test_cost.py does).
+    journal = (Path(__file__).parent / "fixtures" / "v1_runs" / "openai" / JOURNAL_NAME).read_text()
+    renamed = {"openai/gpt-scripted-1": "openai/gpt-4o", "openai/judge-a": "openai/gpt-4o-mini"}
+    for old, new in renamed.items():
+        journal = journal.replace(old, new)
+    (tmp_path / JOURNAL_NAME).write_text(journal)
+    entries = read_entries(tmp_path / JOURNAL_NAME)
+    # gpt-4o: 1527 in (496 cached) / 232 out; gpt-4o-mini: 2400 in / 160 out; judge-b has no price (counts nothing).
+    agent = ((1527 - 496) * 2.5 + 496 * 1.25 + 232 * 10) / 1e6
+    judge = (2400 * 0.15 + 160 * 0.6) / 1e6
+    assert spent_usd(entries, "openai/gpt-4o") == pytest.approx(agent + judge)

@@ -9,9 +9,9 @@ Samples are counted in the order they are journaled. With K = ``spec.breaker_aft
   sample with one successful request resets the count; a sample that made no request neither counts nor resets.
   K such samples in a row trip the breaker.
 - **Cost** (``--run-cost-limit``, local runs only). Each journaled sample's dollars (the agent's and the judges'
-  tokens, priced as the report prices them) add up; once they reach the limit the breaker trips, and no sample
-  starts after that. The gateway refuses the agent's calls past it too (``Caps.max_usd``): a sample it stops is
-  not journaled, and runs again on a resume. A resume counts only what it spends itself.
+  tokens, priced as the report prices them) add up, from what the journal already holds on a resume; once they
+  reach the limit the breaker trips, and no sample starts after that. The gateway refuses the agent's calls past
+  what is left of it too (``Caps.max_usd``): a sample it stops is not journaled, and runs again on a resume.
 
 The first trip wins; its reason names the party, the count and a bounded excerpt of the last failure.
 """
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 from runner.call import Usage
 from runner.grading.judge import JudgeVote, excerpt
 from runner.prices import PRICES_LABEL, price, usd_text
+from runner.run.journal import SampleFinished, SampleGraded
 
 if TYPE_CHECKING:
     from runner.gateway.server import SampleUsage
@@ -163,3 +164,15 @@ def sample_usd(candidate: str, usage: SampleUsage | None, votes: Sequence[JudgeV
         )
         usd += price(alias, tokens, at).usd or 0.0
     return usd
+
+
+def spent_usd(entries: Sequence[object], candidate: str | None) -> float:
+    """Dollars the samples already in a journal cost (a resume's start against the run's cost limit): each
+    collected sample's agent tokens and each graded sample's judge votes, priced as :func:`sample_usd` prices them."""
+    total = 0.0
+    for e in entries:
+        if isinstance(e, SampleFinished):
+            total += sample_usd(candidate or "candidate", e.usage, [])
+        elif isinstance(e, SampleGraded):
+            total += sample_usd(candidate or "candidate", None, e.votes)
+    return total

@@ -174,6 +174,8 @@ class RunPlan:
     """Samples already collected by an earlier attempt (graded or not)."""
     graded: set[Pair] = field(default_factory=set)
     """Samples already graded by an earlier attempt: skipped."""
+    spent_usd: float = 0.0
+    """Dollars earlier attempts spent, counted against ``spec.run_cost_limit_usd`` (0 without a limit)."""
     attempt: str = field(default_factory=lambda: secrets.token_hex(8))
     """This attempt at the run (fresh by default): labelled on every sandbox its samples make (``ispm.attempt``)."""
 
@@ -197,6 +199,7 @@ class _Worker:
         self.stop = threading.Event()
         self.deadline_hit = threading.Event()
         self.breakers = Breakers(plan.spec.breaker_after, plan.spec.candidate, plan.spec.run_cost_limit_usd)
+        self.breakers.spent_usd = plan.spent_usd
         self._local = threading.local()
         self._contexts: list[GradingContext] = []
         self._lock = threading.Lock()
