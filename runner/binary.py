@@ -157,6 +157,7 @@ def pyinstaller_args(work: Path, root: Path = ROOT) -> list[str]:
     for package in COLLECTED:
         args += ["--collect-submodules", package]
     args += ["--collect-data", "pip"]  # pip's CA bundle and its vendored packages' data
+    args += ["--copy-metadata", "genai-prices"]  # it reads its own version from its metadata when imported
     for source, target in data_files(root):
         args += ["--add-data", f"{source}{os.pathsep}{target}"]
     return [*args, str(root / "runner" / "frozen.py")]

@@ -15,7 +15,11 @@ AGENT_CONTRACT = "ispm.agent/v1"
 ANSWER_FORMAT: Final = "ispm.answer/v1"
 MAX_ANSWER_BYTES = 1_000_000
 
-SampleStatus = Literal["ok", "timeout", "oom", "invalid_answer", "agent_error", "gateway_error", "sandbox_error"]
+SampleStatus = Literal[
+    "ok", "timeout", "oom", "invalid_answer", "agent_error", "gateway_error", "sandbox_error", "token_limit"
+]
+"""How a sample ended. ``token_limit`` (local runs only): the gateway refused the agent's model call past
+``--sample-token-limit``; the sample keeps the answer it wrote, if any, and is graded on it."""
 
 
 class EvidenceItem(BaseModel):

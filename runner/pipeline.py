@@ -26,19 +26,23 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from runner import __version__, log
+from runner.call import Usage
 from runner.cluster.driver import RayRunner
 from runner.cluster.model import NodeExpectations
 from runner.cluster.probe import probe_candidate
 from runner.gateway.preflight import preflight
-from runner.gateway.server import Gateway
+from runner.gateway.server import Caps, Gateway
 from runner.grading.grade import GradingContext, make_judges
 from runner.grading.judge import Judge
 from runner.grading.rubric import RubricSet, load_rubrics
 from runner.grading.slots import is_reference
 from runner.paths import tasks_dir, world_dir
+from runner.prices import price
 from runner.record.build import build_record, write_record
+from runner.record.cost import projection_lines
 from runner.record.model import RECORD_NAME, RunRecord
 from runner.record.report import REPORT_NAME
+from runner.run.breaker import spent_usd
 from runner.run.calibration import calibration_spec
 from runner.run.digests import current_digests
 from runner.run.dry_run import JudgeDryRun, dry_run_judges, load_calibration_set
@@ -143,7 +147,7 @@ class Preflight(BaseModel):
         lines = [
             f"model          {alias}  ->  {m or '(no model id returned)'}" for alias, m in self.resolved_models.items()
         ]
-        return lines + [d.summary_line() for d in self.judge_dry_runs]
+        return lines + [d.summary_line() for d in self.judge_dry_runs] + projection_lines(self.judge_dry_runs)
 
 
 def resolve_models(spec: RunSpec, ray_address: str | None = None) -> dict[str, str]:
@@ -265,6 +269,7 @@ def start_run(
     folder = run_dir or Path("runs") / run_id
     if (folder / JOURNAL_NAME).exists():
         raise RunError(f"{folder} already holds a run; resume it with `ispm run --resume {folder}`")
+    check_priced(spec)
     checked = preflight or run_preflight(spec, probe=gateway is None, ray_address=ray_address)
     folder.mkdir(parents=True, exist_ok=True)
     rubrics = load_rubrics()
@@ -278,6 +283,20 @@ def start_run(
         judge_dry_runs=checked.judge_dry_runs,
     )
     return _go(folder, started, [], backend, gateway, progress, rubrics, ray_address, stop, board)
+
+
+def check_priced(spec: RunSpec) -> None:
+    """Refuse a run cost limit on a run whose models are not all priced (it could not be held to it).
+
+    Raises:
+        RunError: naming each model the price data does not know.
+    """
+    if spec.run_cost_limit_usd is None:
+        return
+    models = [m for m in (spec.needed_model, *spec.judges) if m is not None and not is_reference(m)]
+    unpriced = [note for m in models for note in price(m, Usage(input_tokens=1, output_tokens=1)).unpriced]
+    if unpriced:
+        raise RunError("--run-cost-limit needs every model priced; the price data does not know some", unpriced)
 
 
 def resume_run(
@@ -363,6 +382,8 @@ def _go(
     if spec.calibration == "replay":
         replay_dir = write_recordings([tasks[t] for t in wanted], truths, folder / REPLAY_DIR)
     finished, graded = done_pairs(entries)
+    # What earlier attempts spent counts against the run's cost limit, in the gateway and in the scheduler alike.
+    spent = spent_usd(entries, spec.candidate) if spec.run_cost_limit_usd is not None else 0.0
     # Made before the journal opens: a judge that cannot be made (a key missing) leaves no trace of this start.
     image, judges = resolve_image(spec.agent_image), make_judges(spec.judges, rubrics)
     # The run's own stop request: a cluster makes it when every node it admitted is gone. A caller's request (a
@@ -372,7 +393,7 @@ def _go(
     attempt = secrets.token_hex(8)  # this start or resume: labelled on its sandboxes, and naming its node agents
     with (
         stop.passed_on(request) if stop is not None else nullcontext(),
-        _sample_runner(started, attempt, backend, gateway, ray_address, board) as (runner, journaling),
+        _sample_runner(started, attempt, backend, gateway, ray_address, board, spent) as (runner, journaling),
         Journal(folder / JOURNAL_NAME) as journal,
     ):
         journal.append(started)
@@ -391,6 +412,7 @@ def _go(
                 finished=finished,
                 graded=graded,
                 attempt=attempt,
+                spent_usd=spent,
             )
             outcome, used = execute(plan, used_s=started.used_s, progress=progress, stop=request)
         if outcome == "completed":
@@ -415,9 +437,11 @@ def _sample_runner(
     gateway: Gateway | None,
     ray_address: str | None,
     board: str | None = None,
+    spent_usd: float = 0.0,
 ) -> Iterator[tuple[SampleRunner, Journaling]]:
     """Where the run's samples run, for the block: this host (``backend``, else the spec's, and ``gateway``, else
-    one of the run's own when it needs a model), or the cluster of the ``ray`` backend."""
+    one of the run's own when it needs a model, allowed what is left of the run's cost limit after ``spent_usd``),
+    or the cluster of the ``ray`` backend."""
     spec = started.spec
     if spec.backend == "ray":
         # The driver keeps the journal, grading, judges and record; the cluster's nodes run the samples, each with
@@ -428,7 +452,11 @@ def _sample_runner(
     with ExitStack() as owned:  # what this run made for itself it closes, the backend first
         if gateway is None and spec.needed_model is not None:
             # The agent reaches its model only through this host-side gateway, which also counts its tokens.
-            gateway = owned.enter_context(closing(Gateway(spec.needed_model)))
+            limit = spec.run_cost_limit_usd
+            caps = Caps(
+                max_tokens=spec.sample_token_limit, max_usd=None if limit is None else max(limit - spent_usd, 0)
+            )
+            gateway = owned.enter_context(closing(Gateway(spec.needed_model, caps=caps)))
         if backend is None:
             backend = owned.enter_context(closing(make_backend(spec.backend, board=board)))
         yield HostRunner(backend, gateway, board=board), _journals_nothing

@@ -171,6 +171,9 @@ def test_a_sound_judge_passes_and_its_tokens_are_projected(judges: tuple[FakePro
             "projected_samples": 635,
             "projected_input_tokens": 635 * GRADING_TOKENS[0],
             "projected_output_tokens": 635 * GRADING_TOKENS[1],
+            # The fewest and the most one calibration sample took: the range preflight prices (issue 32).
+            "sample_input_tokens": [GRADING_TOKENS[0], GRADING_TOKENS[0]],
+            "sample_output_tokens": [GRADING_TOKENS[1], GRADING_TOKENS[1]],
         }
 
 

@@ -35,6 +35,7 @@ from runner.grading.grades import DIMENSIONS
 from runner.paths import scoring_doc, tasks_dir
 from runner.pipeline import start_run
 from runner.record.build import load_record
+from runner.record.cost import run_cost
 from runner.record.leaderboard import board_rows, render_leaderboard
 from runner.record.model import FAILURE_KINDS, RunRecord
 from runner.record.report import (
@@ -191,8 +192,10 @@ def test_summary_numbers_match_the_record(run: tuple[Path, RunRecord, Node]) -> 
         squash(tr.all("td")[0].text()): [squash(td.text()) for td in tr.all("td")[1:]]
         for tr in tokens.all("tr", class_="judge")
     }
+    cost = run_cost(record)
+    judge_cost = {j.party: j.cost.text() for j in cost.judges}
     assert judges == {
-        f"judge {j}": [str(c.requests), str(c.input_tokens), "–", str(c.output_tokens), "–"]
+        f"judge {j}": [str(c.requests), str(c.input_tokens), "–", str(c.output_tokens), "–", judge_cost[j]]
         for j, c in record.judge_tokens.items()
     }
     agent = squash(tokens.one("tr", class_="agent").text())
@@ -202,8 +205,9 @@ def test_summary_numbers_match_the_record(run: tuple[Path, RunRecord, Node]) -> 
         count = record.agent_tokens
         assert agent == (
             f"agent {count.requests} {count.input_tokens} {count.cached_tokens} {count.output_tokens} "
-            f"{count.reasoning_tokens}"
+            f"{count.reasoning_tokens} {cost.agent_cost.text()}"
         )
+    assert squash(tokens.one(id="run-cost").text()) == f"run{cost.total.text()}"
     scores = record.scores
     if scores is None:
         assert page.all(class_="mean") == []

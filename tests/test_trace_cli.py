@@ -62,6 +62,9 @@ note: 2 trace.jsonl entries are the agent's own account, not checked by the host
     recall 0.00 (0/18)
 09:00:06.000  vote  ref#2  reasoning_utility  abstain
     the reference judge does not grade reasoning utility
+cost: tokens only · agent tokens only · judges tokens only · prices: genai-prices 0.2.3, price data of 2026-11
+cost note: anthropic/claude-x: not in genai-prices 0.2.3, price data of 2026-11, tokens only
+cost note: openai/judge-x: not in genai-prices 0.2.3, price data of 2026-11, tokens only
 """
 
 BARE_HEAD = """\

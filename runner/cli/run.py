@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,6 +11,7 @@ import click
 from runner.cli.judges import JUDGE_HELP, judge_option
 from runner.cli.output import json_option, print_json
 from runner.grading.slots import is_reference
+from runner.run.spec import MAX_RUN_COST_LIMIT_USD, MAX_SAMPLE_TOKEN_LIMIT
 
 if TYPE_CHECKING:
     from runner.pipeline import RunResult
@@ -47,6 +49,7 @@ def preflight_command(candidate: str, judges: tuple[str, ...], skip_dry_run: boo
     from runner.grading.grade import make_judges
     from runner.grading.rubric import load_rubrics
     from runner.pipeline import dry_run
+    from runner.record.cost import projection_lines
     from runner.run.spec import V1_EPOCHS
     from runner.tasks.catalog import catalog
 
@@ -73,6 +76,15 @@ def preflight_command(candidate: str, judges: tuple[str, ...], skip_dry_run: boo
         click.echo(f"{role:<9}  {model.alias}  ->  {returned}  ({model.latency_s:.2f} s, {model.base_url})")
     for d in dry_runs.values():
         click.echo(d.summary_line())
+    for line in projection_lines(list(dry_runs.values())):
+        click.echo(line)
+
+
+def _finite_dollars(value: float | None) -> float | None:
+    # click's range lets NaN through (every comparison with it is false).
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of dollars", param_hint="'--run-cost-limit'")
+    return value
 
 
 @click.command("run")
@@ -102,6 +114,21 @@ def preflight_command(candidate: str, judges: tuple[str, ...], skip_dry_run: boo
     metavar="HOST:PORT",
     help="The Ray cluster's head for --backend ray (default: RAY_ADDRESS).",
 )
+@click.option(
+    "--sample-token-limit",
+    type=click.IntRange(1, MAX_SAMPLE_TOKEN_LIMIT),
+    metavar="N",
+    help="Local runs: input plus output tokens one sample's agent may use; past them its next model call is refused "
+    "and the sample ends as token_limit. Never with --official.",
+)
+@click.option(
+    "--run-cost-limit",
+    type=click.FloatRange(0, MAX_RUN_COST_LIMIT_USD, min_open=True),
+    callback=lambda _ctx, _param, value: _finite_dollars(value),
+    metavar="USD",
+    help="Local runs: dollars the whole run may spend (agent and judges, priced as the report prices them); once "
+    "reached no new sample starts and the agent's calls are refused. Never with --official.",
+)
 @click.option("--official", is_flag=True, help="Lock every value to v1 and refuse anything that is not.")
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), help="Run folder [runs/<run-id>].")
 @click.option(
@@ -120,6 +147,8 @@ def run_command(
     task_ids: tuple[str, ...],
     backend: str,
     ray_address: str | None,
+    sample_token_limit: int | None,
+    run_cost_limit: float | None,
     official: bool,
     run_dir: Path | None,
     resume_dir: Path | None,
@@ -139,7 +168,7 @@ def run_command(
     Example: ispm run --backend ray --ray-address head:6379 --agent-image replay --judge ref#1 --judge ref#2
     """
     # Loaded when the command runs, not at ispm's start-up (runner.cli).
-    from runner.pipeline import resume_run, run_preflight, start_run
+    from runner.pipeline import check_priced, resume_run, run_preflight, start_run
     from runner.run.digests import current_digests
     from runner.run.spec import RunSpec
     from runner.run.spec import official as make_official
@@ -160,9 +189,12 @@ def run_command(
             breaker_after=breaker_after,
             tasks=list(task_ids) or None,
             backend=backend,  # type: ignore[arg-type]
+            sample_token_limit=sample_token_limit,
+            run_cost_limit_usd=run_cost_limit,
         )
         if official:
             spec = make_official(spec, current_digests())
+        check_priced(spec)  # before preflight spends anything
         checked = run_preflight(spec, ray_address=ray_address)
         for line in checked.summary_lines():
             click.echo(line)

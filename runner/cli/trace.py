@@ -18,14 +18,15 @@ from runner.cli.output import print_json
 @click.option("--json", "as_json", is_flag=True, help="Print the timeline as JSON (the default when piped).")
 @click.option("--text", "as_text", is_flag=True, help="Print readable text even when piped.")
 def trace_command(run_dir: Path, task_id: str, epoch: int | None, as_json: bool, as_text: bool) -> None:
-    """Print one sample's timeline: model calls, SQL, the agent's own trace, the answer and the votes, in time order.
+    """Print one sample's timeline: model calls, SQL, the agent's own trace, the answer and the votes, in time order,
+    then what the sample cost (dollars derived from its tokens).
 
     Readable text on a terminal; JSON with --json or when the output is piped.
 
     Example: ispm trace runs/<run-id> --task ispm-001 --epoch 2
     """
     # Imported when run, as the other nouns do: `ispm --help` loads no stage.
-    from runner.trace.text import render_text
+    from runner.trace.text import cost_lines, render_text
     from runner.trace.timeline import read_timeline, timeline_summary
 
     if as_json and as_text:
@@ -39,6 +40,8 @@ def trace_command(run_dir: Path, task_id: str, epoch: int | None, as_json: bool,
         print_json(timeline)
     else:
         click.echo(render_text(timeline))
+        for line in cost_lines(timeline):
+            click.echo(line)
 
 
 @click.command("export")

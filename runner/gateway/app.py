@@ -59,6 +59,7 @@ _ANTHROPIC_ERROR_TYPES = {
     408: "timeout_error",
     411: "invalid_request_error",
     413: "request_too_large",
+    403: "permission_error",
     429: "rate_limit_error",
 }
 _ROUTES = "POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, GET /v1/models"
@@ -355,7 +356,9 @@ async def _model_request(upstreams: Upstreams, request: Request, api: Api) -> Re
     try:
         usage = upstreams.ledger.reserve(arrival.sample_id)
     except CapRefusal as exc:
-        reply = error_reply(api, 429, "ispm_cap_exceeded", str(exc))
+        # A token or cost limit is final: a 403, which no SDK retries (they retry 408, 409, 429 and 5xx).
+        status, code = (403, f"ispm_{exc.limit}") if exc.limit != "requests" else (429, "ispm_cap_exceeded")
+        reply = error_reply(api, status, code, str(exc))
         _refused(upstreams, api, arrival, reply, sent, str(exc))
         return reply
     provider_api = native_api(api, upstreams.spec)

@@ -14,11 +14,13 @@ from __future__ import annotations
 import hashlib
 import secrets
 import threading
+from typing import Literal
 
 from runner import log
 from runner.call import ModelCall
 from runner.errors import GatewayError
 from runner.gateway.model import Caps, ProviderErrorRecord, SampleUsage
+from runner.prices import price, usd_text
 
 _log = log.get(__name__)
 
@@ -29,14 +31,27 @@ def _digest(token: str) -> bytes:
 
 
 class CapRefusal(GatewayError):
-    """A per-sample cap refused the request before it reached the provider."""
+    """A per-sample cap refused the request before it reached the provider.
+
+    Attributes:
+        limit: ``requests`` (the request cap, a 429 the caller may wait out) or ``token_limit`` (the sample's token
+            limit, final for the sample).
+    """
+
+    def __init__(self, message: str, limit: Literal["requests", "token_limit", "cost_limit"]) -> None:
+        self.limit = limit
+        super().__init__(message)
 
 
 class Ledger:
     """Per-sample bearer tokens and :class:`SampleUsage`."""
 
-    def __init__(self, caps: Caps | None = None) -> None:
+    def __init__(self, caps: Caps | None = None, candidate: str | None = None) -> None:
+        """A ledger under ``caps``; ``candidate`` (``provider/model``) prices the calls against ``caps.max_usd``."""
         self.caps = caps or Caps()
+        self.candidate = candidate
+        self.spent_usd = 0.0
+        """Dollars of every call booked so far, all samples together (counted only under ``caps.max_usd``)."""
         self._lock = threading.Lock()
         self._settled = threading.Condition(self._lock)  # notified whenever a forwarded request ends
         self._tokens: dict[bytes, str] = {}
@@ -124,19 +139,36 @@ class Ledger:
         with self._lock:
             usage = self._usage[sample_id]
             over = None
-            if caps.max_requests is not None and usage.requests >= caps.max_requests:
+            limit: Literal["requests", "token_limit", "cost_limit"] = "requests"
+            # A request that is not a step (count_tokens) costs no tokens: no cap refuses it.
+            if not counts:
+                pass
+            elif caps.max_requests is not None and usage.requests >= caps.max_requests:
                 over = f"request cap reached: {usage.requests} of {caps.max_requests} requests used"
             elif caps.max_tokens is not None and (used := usage.tokens.input_tokens + usage.tokens.output_tokens) >= (
                 caps.max_tokens
             ):
-                over = f"token cap reached: {used} of {caps.max_tokens} used"
+                limit = "token_limit"
+                over = (
+                    f"the sample's token limit is reached: {used} of {caps.max_tokens} input and output tokens used "
+                    "(--sample-token-limit); no further model calls are allowed for this sample, so write your "
+                    "answer now"
+                )
+                usage.stopped_by = "token_limit"
+            elif caps.max_usd is not None and self.spent_usd >= caps.max_usd:
+                limit = "cost_limit"
+                over = (
+                    f"the run's cost limit is reached: {usd_text(self.spent_usd)} of {usd_text(caps.max_usd)} spent "
+                    "(--run-cost-limit); no further model calls are allowed"
+                )
+                usage.stopped_by = "cost_limit"
             if over is None:
                 usage.requests += 1 if counts else 0
                 usage.in_flight += 1
                 return usage
             usage.refused += 1
-        _log.warning("cap_refused", sample=sample_id, reason=over)
-        raise CapRefusal(over)
+        _log.warning("cap_refused", sample=sample_id, reason=over, limit=limit)
+        raise CapRefusal(over, limit)
 
     def settle(
         self,
@@ -158,6 +190,8 @@ class Ledger:
             usage.latency_s += call.latency_s if call.provider_api is not None else 0.0
             if call.usage is not None:
                 usage.tokens = usage.tokens + call.usage
+                if self.caps.max_usd is not None:
+                    self.spent_usd += price(self.candidate, call.usage, call.started_at, call.returned_model).usd or 0
             if call.returned_model and call.returned_model not in usage.model_ids:
                 usage.model_ids.append(call.returned_model)
             if failure is not None:

@@ -116,7 +116,11 @@ class Caps(_Model):
     max_requests: int | None = None
     """Refuse further requests once this many were forwarded for the sample."""
     max_tokens: int | None = None
-    """Refuse further requests once input plus output tokens reach this. A reply may overshoot it once."""
+    """Refuse further requests once input plus output tokens reach this (``--sample-token-limit``), with a 403 the
+    SDKs do not retry. A reply may overshoot it once."""
+    max_usd: float | None = None
+    """Refuse every sample's further requests once the candidate's calls through this gateway cost this many
+    dollars (``--run-cost-limit``), with a 403. A reply may overshoot it once per sample in flight."""
 
 
 class SampleUsage(BaseModel):
@@ -138,6 +142,9 @@ class SampleUsage(BaseModel):
     """Distinct model ids the provider returned, in the order first seen."""
     refused: int = 0
     """Requests refused by a cap (not forwarded, not in ``requests``)."""
+    stopped_by: Literal["token_limit", "cost_limit"] | None = None
+    """``token_limit`` once the sample's token limit refused one of its calls, ``cost_limit`` once the run's cost
+    limit did; ``None`` otherwise."""
     in_flight: int = 0
     """Forwarded requests not yet answered when this copy was taken; 0 once the figures are final."""
     calls: list[ModelCall] = Field(default_factory=list)

@@ -86,7 +86,7 @@ class Gateway:
         self.candidate = candidate
         self.caps = caps or Caps()
         self.max_body_bytes = max_body_bytes
-        self.ledger = Ledger(self.caps)
+        self.ledger = Ledger(self.caps, candidate)
         self._loop = EventLoopThread()
 
         async def make_upstream() -> Upstream:  # httpx's async pool belongs to the loop that uses it

@@ -169,7 +169,8 @@ def grade_sample(
         raise GradingError(problem)
 
     # A broken sample keeps the checks of an empty answer and no replay or coverage (see the module doc).
-    answer = sample.answer if sample.status == "ok" else None
+    # A sample stopped by its token limit is graded on the answer it wrote before the limit, if any.
+    answer = sample.answer if sample.status in ("ok", "token_limit") else None
     failure: str | None = None
     replay: ReplayReport | None = None
     report: CoverageReport | None = None

@@ -5,9 +5,9 @@ Models only, so the run and record stages can read votes without loading the jud
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from runner.grading.grades import Dimension, Grade, Vote
 from runner.grading.rubric import RubricSet
@@ -49,6 +49,12 @@ class JudgeVote(BaseModel):
     """Prompt tokens over every call for this (task, epoch, judge)."""
     output_tokens: int = 0
     """Completion tokens over every call for this (task, epoch, judge)."""
+    cached_tokens: int = 0
+    """Of ``input_tokens``, those read from the provider's prompt cache (the rubrics' shared prefix). Written only
+    when not 0, so a vote of an earlier run reads and writes as it always did."""
+    cache_write_tokens: int = 0
+    """Of ``input_tokens``, those written to the provider's prompt cache, where it says so. Written only when
+    not 0."""
     latency_s: float = 0.0
     """Wall time of those calls, provider retries included."""
     attempts: int = 0
@@ -76,6 +82,8 @@ class JudgeVote(BaseModel):
         output_tokens: int = 0,
         latency_s: float = 0.0,
         attempts: int = 0,
+        cached_tokens: int = 0,
+        cache_write_tokens: int = 0,
     ) -> JudgeVote:
         """The vote ``slot`` casts on one dimension of one sample, stamped with the slot's alias and model and,
         when ``rubrics`` is given, with the hash of the rubric that dimension was graded with."""
@@ -90,11 +98,23 @@ class JudgeVote(BaseModel):
             returned_model=returned_model,
             input_tokens=input_tokens,
             output_tokens=output_tokens,
+            cached_tokens=cached_tokens,
+            cache_write_tokens=cache_write_tokens,
             latency_s=latency_s,
             attempts=attempts,
             rubric_sha256=rubrics.rubrics[dimension].sha256 if rubrics is not None else None,
             failure=failure,
         )
+
+    @model_serializer(mode="wrap")
+    def _without_zero_cache(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """The vote as earlier runs wrote it when no prompt cache was used: the cache counts only when not 0."""
+        dumped = handler(self)
+        if isinstance(dumped, dict):
+            for name in ("cached_tokens", "cache_write_tokens"):
+                if dumped.get(name, 1) == 0:
+                    del dumped[name]
+        return dumped
 
     def to_vote(self) -> Vote:
         """The plain consensus vote."""

@@ -179,7 +179,14 @@ def _sample(finished: SampleFinished | None, graded: SampleGraded, duplicates: l
     judges: dict[str, TokenCount] = {}
     for v in graded.votes:
         judges.setdefault(
-            v.judge, TokenCount(requests=v.attempts, input_tokens=v.input_tokens, output_tokens=v.output_tokens)
+            v.judge,
+            TokenCount(
+                requests=v.attempts,
+                input_tokens=v.input_tokens,
+                output_tokens=v.output_tokens,
+                cached_tokens=v.cached_tokens,
+                cache_write_tokens=v.cache_write_tokens,
+            ),
         )
     return SampleRecord(
         task_id=output.task_id,

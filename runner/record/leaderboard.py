@@ -9,6 +9,7 @@ score nobody should trust.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -17,6 +18,8 @@ from urllib.parse import quote
 
 from runner.grading.grades import DIMENSIONS, Dimension
 from runner.paths import scoring_doc
+from runner.prices import PRICES_LABEL, Cost
+from runner.record.cost import run_cost
 from runner.record.model import RunRecord
 from runner.record.report import REPORT_NAME, RunClass, environment, highest_pass_k, render_markdown, run_class
 from runner.record.standing import unranked_reason
@@ -46,6 +49,8 @@ class BoardRow:
     date: str
     report_href: str | None
     """A relative link to the run's own report page, when it has one."""
+    cost: Cost
+    """The run's dollars, derived from its tokens (:mod:`runner.record.cost`)."""
 
 
 def board_rows(entries: Sequence[tuple[RunRecord, str | None]]) -> list[BoardRow]:
@@ -89,7 +94,79 @@ def _row(record: RunRecord, href: str | None) -> BoardRow:
         tasks_graded=correctness.graded if correctness else None,
         date=record.started_at[:10],
         report_href=href,
+        cost=run_cost(record).total,
     )
+
+
+@dataclass(frozen=True)
+class PlotPoint:
+    """One ranked run on the cost plot."""
+
+    run_id: str
+    usd: float
+    correctness: float
+    x: float
+    y: float
+    frontier: bool
+    """On the Pareto frontier: no cheaper run (or as cheap) is as correct."""
+
+
+@dataclass(frozen=True)
+class CostPlot:
+    """answer_correctness against dollars (log scale) for the ranked, fully priced runs, with the Pareto frontier."""
+
+    width: int
+    height: int
+    left: int
+    top: int
+    plot_width: int
+    plot_height: int
+    points: list[PlotPoint]
+    frontier: str
+    """The frontier's points as an SVG ``points`` list, cheapest first."""
+    x_ticks: list[tuple[float, str]]
+    y_ticks: list[tuple[float, str]]
+    unpriced: list[str]
+    """Ranked runs not plotted because some of their tokens have no price: listed under the plot."""
+
+
+def pareto_frontier(runs: Sequence[tuple[str, float, float]]) -> set[str]:
+    """The run ids (of ``(run_id, usd, correctness)``) that no cheaper-or-equal run matches or beats in correctness."""
+    best, found = float("-inf"), set()
+    for run_id, _usd, correctness in sorted(runs, key=lambda r: (r[1], -r[2], r[0])):
+        if correctness > best:
+            found.add(run_id)
+            best = correctness
+    return found
+
+
+def cost_plot(rows: Sequence[BoardRow], *, width: int = 640, height: int = 320) -> CostPlot | None:
+    """The plot of the ranked rows; ``None`` when no row is ranked."""
+    ranked = [r for r in rows if r.rank is not None and r.correctness is not None]
+    if not ranked:
+        return None
+    priced = [(r.record.run_id, r.cost.usd, r.correctness) for r in ranked if r.cost.complete and (r.cost.usd or 0) > 0]
+    runs = [(run_id, usd, c) for run_id, usd, c in priced if usd is not None and c is not None]
+    unpriced = [r.record.run_id for r in ranked if r.record.run_id not in {run_id for run_id, _, _ in runs}]
+    left, top, right, bottom = 56, 16, 16, 40
+    plot_w, plot_h = width - left - right, height - top - bottom
+    low = math.floor(math.log10(min((u for _, u, _ in runs), default=0.01)))
+    high = math.ceil(math.log10(max((u for _, u, _ in runs), default=1.0)))
+    high = max(high, low + 1)
+
+    def place(usd: float, correctness: float) -> tuple[float, float]:
+        x = left + (math.log10(usd) - low) / (high - low) * plot_w
+        return round(x, 1), round(top + (1 - correctness) * plot_h, 1)
+
+    on_frontier = pareto_frontier(runs)
+    points = [
+        PlotPoint(run_id, usd, c, *place(usd, c), frontier=run_id in on_frontier)
+        for run_id, usd, c in sorted(runs, key=lambda r: (r[1], -r[2], r[0]))
+    ]
+    frontier = " ".join(f"{p.x},{p.y}" for p in points if p.frontier)
+    x_ticks = [(place(10.0**e, 0)[0], f"${10.0**e:g}") for e in range(low, high + 1)]
+    y_ticks = [(place(10.0**low, c)[1], f"{c:g}") for c in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    return CostPlot(width, height, left, top, plot_w, plot_h, points, frontier, x_ticks, y_ticks, unpriced)
 
 
 def render_leaderboard(rows: Sequence[BoardRow], scoring_markdown: str) -> str:
@@ -97,7 +174,13 @@ def render_leaderboard(rows: Sequence[BoardRow], scoring_markdown: str) -> str:
     return (
         environment()
         .get_template("leaderboard.html.j2")
-        .render(rows=rows, dimensions=DIMENSIONS, scoring=render_markdown(scoring_markdown))
+        .render(
+            rows=rows,
+            dimensions=DIMENSIONS,
+            scoring=render_markdown(scoring_markdown),
+            prices=PRICES_LABEL,
+            plot=cost_plot(rows),
+        )
     )
 
 

@@ -28,7 +28,9 @@ from runner.grading.coverage import CoverageReport, JoinEdge
 from runner.grading.grades import DIMENSIONS, Dimension, Grade
 from runner.grading.model import JudgeVote
 from runner.paths import scoring_doc
+from runner.prices import Cost, usd_text
 from runner.record.build import load_record
+from runner.record.cost import RunCost, run_cost
 from runner.record.model import FAILURE_KINDS, RunRecord, SampleRecord, TokenCount
 from runner.record.standing import no_score_reason, unranked_reason
 from runner.tasks.catalog import catalog
@@ -228,18 +230,20 @@ def dimension_rows(record: RunRecord) -> list[DimensionRow]:
 
 @dataclass(frozen=True)
 class TokenRow:
-    """Requests and tokens of one party: the agent or one judge slot."""
+    """Requests, tokens and dollars of one party: the agent or one judge slot."""
 
     party: str
     count: TokenCount
+    cost: Cost
 
 
-def token_rows(record: RunRecord) -> tuple[TokenRow | None, list[TokenRow]]:
-    """The agent's totals (``None`` without a gateway) and each judge slot's, kept apart."""
-    agent = TokenRow("agent", record.agent_tokens) if record.agent_tokens is not None else None
+def token_rows(record: RunRecord, cost: RunCost) -> tuple[TokenRow | None, list[TokenRow]]:
+    """The agent's totals (``None`` without a gateway) and each judge slot's, kept apart, each with its dollars."""
+    agent = TokenRow("agent", record.agent_tokens, cost.agent_cost) if record.agent_tokens is not None else None
     slots = [j for j in record.spec.judges if j in record.judge_tokens]
     slots += sorted(set(record.judge_tokens) - set(slots))
-    return agent, [TokenRow(j, record.judge_tokens[j]) for j in slots]
+    judge_cost = {j.party: j.cost for j in cost.judges}
+    return agent, [TokenRow(j, record.judge_tokens[j], judge_cost[j]) for j in slots]
 
 
 def phase_times(record: RunRecord) -> list[tuple[str, float]]:
@@ -423,6 +427,7 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["fmt"] = fmt
+    env.filters["usd"] = usd_text
     env.filters["ci"] = fmt_ci
     env.globals.update(
         DIMENSION_LABELS=DIMENSION_LABELS,
@@ -443,7 +448,8 @@ def render_report(
     """The whole report page of ``record`` as one HTML string; ``sample_links`` gives each sample's own page (by
     task and epoch, relative to the report), which the page links to and never inlines."""
     rows = task_rows(record, tasks)
-    agent_tokens, judge_tokens = token_rows(record)
+    cost = run_cost(record)
+    agent_tokens, judge_tokens = token_rows(record, cost)
     scores = record.scores
     return (
         environment()
@@ -464,6 +470,9 @@ def render_report(
             abstention_by_judge=scores.reliability.abstention_by_judge if scores and scores.reliability else {},
             agent_tokens=agent_tokens,
             judge_tokens=judge_tokens,
+            cost=cost,
+            task_costs={t.task_id: t for t in cost.tasks},
+            sample_costs={(c.task_id, c.epoch): c for c in cost.samples},
             failures=failure_counts(record),
             phases=phase_times(record),
             failed=failed_samples(record),

@@ -19,19 +19,20 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import duckdb
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from runner.contract import SampleStatus
 from runner.errors import IspmError
 from runner.grading.grades import Dimension, Grade, score
-from runner.record.model import RECORD_NAME, RunRecord, RunStatus
+from runner.record.cost import run_cost
+from runner.record.model import RECORD_NAME, RecordedCall, RunRecord, RunStatus, TokenCount
 
 # Each named query is one question people ask across runs. ``$run_a``/``$run_b`` are bound for ``diff``.
 QUERIES: dict[str, str] = {
     "leaderboard": """
         SELECT run_id, agent_image, candidate_model, official, status, epochs,
                round(answer_correctness, 4) AS answer_correctness,
-               round(strict_success_rate, 4) AS strict_success_rate, started_at
+               round(strict_success_rate, 4) AS strict_success_rate, round(cost_usd, 6) AS cost_usd, started_at
         FROM runs
         WHERE status = 'completed' AND calibration IS NULL AND unranked_reason IS NULL
         ORDER BY official DESC, answer_correctness DESC NULLS LAST, run_id""",
@@ -53,6 +54,14 @@ QUERIES: dict[str, str] = {
     "failures": """
         SELECT run_id, status, count(*) AS samples FROM samples WHERE status <> 'ok'
         GROUP BY run_id, status ORDER BY run_id, samples DESC""",
+    "cost": """
+        SELECT run_id, candidate_model, round(agent_cost_usd, 6) AS agent_cost_usd,
+               round(judge_cost_usd, 6) AS judge_cost_usd, round(cost_usd, 6) AS cost_usd, cost_note, prices
+        FROM runs ORDER BY run_id""",
+    "cost-by-task": """
+        SELECT run_id, task_id, count(*) AS samples, round(sum(agent_cost_usd), 6) AS agent_cost_usd,
+               round(sum(judge_cost_usd), 6) AS judge_cost_usd, round(sum(cost_usd), 6) AS cost_usd
+        FROM samples GROUP BY run_id, task_id ORDER BY run_id, task_id""",
     "diff": """
         SELECT a.task_id, a.dimension, a.grade AS grade_a, b.grade AS grade_b
         FROM task_grades a JOIN task_grades b USING (task_id, dimension)
@@ -63,12 +72,13 @@ QUERIES: dict[str, str] = {
 _SCHEMA = """
 CREATE TABLE runs (run_id VARCHAR, status VARCHAR, official BOOLEAN, calibration VARCHAR, agent_image VARCHAR,
     candidate_model VARCHAR, epochs INTEGER, started_at VARCHAR, run_s DOUBLE, world_digest VARCHAR,
-    answer_correctness DOUBLE, strict_success_rate DOUBLE, unranked_reason VARCHAR);
+    answer_correctness DOUBLE, strict_success_rate DOUBLE, unranked_reason VARCHAR, agent_cost_usd DOUBLE,
+    judge_cost_usd DOUBLE, cost_usd DOUBLE, cost_note VARCHAR, prices VARCHAR);
 CREATE TABLE dimension_scores (run_id VARCHAR, dimension VARCHAR, mean DOUBLE, graded INTEGER, abstained INTEGER);
 CREATE TABLE task_grades (run_id VARCHAR, task_id VARCHAR, kind VARCHAR, category VARCHAR, hops INTEGER,
     vendors VARCHAR[], dimension VARCHAR, grade VARCHAR, score DOUBLE);
 CREATE TABLE samples (run_id VARCHAR, task_id VARCHAR, epoch INTEGER, status VARCHAR, queries_logged INTEGER,
-    grade_s DOUBLE);
+    grade_s DOUBLE, agent_cost_usd DOUBLE, judge_cost_usd DOUBLE, cost_usd DOUBLE);
 """
 
 
@@ -128,6 +138,9 @@ class SampleSummary(_Part):
     status: SampleStatus
     queries_logged: int
     grade_s: float
+    agent: TokenCount | None = None
+    judges: dict[str, TokenCount] = Field(default_factory=dict)
+    agent_calls: list[RecordedCall] = Field(default_factory=list)
 
 
 class RunSummary(_Part):
@@ -139,8 +152,11 @@ class RunSummary(_Part):
     calibration: str | None
     spec: SpecSummary
     candidate_model: str | None
+    resolved_models: dict[str, str]
     started_at: str
     run_s: float
+    agent_tokens: TokenCount | None
+    judge_tokens: dict[str, TokenCount]
     digests: DigestsSummary
     unranked_reason: str | None = None
     scores: ScoresSummary | None
@@ -182,6 +198,7 @@ def _load(run_dirs: Iterable[Path], model: type[_Read]) -> list[_Read]:
 def _rows(record: RunSummary) -> dict[str, list[dict[str, Any]]]:
     scores = record.scores
     correctness = scores.dimensions.get("answer_correctness") if scores else None
+    cost = run_cost(record)
     out: dict[str, list[dict[str, Any]]] = {
         "runs": [{
             "run_id": record.run_id, "status": record.status, "official": record.official,
@@ -190,7 +207,9 @@ def _rows(record: RunSummary) -> dict[str, list[dict[str, Any]]]:
             "run_s": record.run_s, "world_digest": record.digests.world_logical,
             "answer_correctness": correctness.mean if correctness else None,
             "strict_success_rate": scores.strict_success_rate if scores else None,
-            "unranked_reason": record.unranked_reason,
+            "unranked_reason": record.unranked_reason, "agent_cost_usd": cost.agent_cost.usd,
+            "judge_cost_usd": cost.judge_cost.usd, "cost_usd": cost.total.usd,
+            "cost_note": "; ".join(cost.notes()) or None, "prices": cost.prices,
         }],
         "dimension_scores": [], "task_grades": [], "samples": [],
     }  # fmt: skip
@@ -205,10 +224,11 @@ def _rows(record: RunSummary) -> dict[str, list[dict[str, Any]]]:
                     "run_id": record.run_id, "task_id": t.task_id, "kind": t.kind, "category": t.category,
                     "hops": t.hops, "vendors": t.vendors, "dimension": dim, "grade": grade, "score": score(grade),
                 })  # fmt: skip
-    for sample in record.samples:
+    for sample, priced in zip(record.samples, cost.samples, strict=True):
         out["samples"].append({
             "run_id": record.run_id, "task_id": sample.task_id, "epoch": sample.epoch, "status": sample.status,
-            "queries_logged": sample.queries_logged, "grade_s": sample.grade_s,
+            "queries_logged": sample.queries_logged, "grade_s": sample.grade_s, "agent_cost_usd": priced.agent.usd,
+            "judge_cost_usd": priced.judges.usd, "cost_usd": priced.total.usd,
         })  # fmt: skip
     return out
 

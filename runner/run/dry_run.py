@@ -14,7 +14,9 @@ redacted excerpt of what came back.
 **Order.** Judge slots in order; for each, the gold samples by task id, then the null ones. One call at a time,
 so a scripted provider can answer them in order.
 
-**Projection.** A judge's mean tokens per graded sample in the dry run, times the samples the run will grade.
+**Projection.** A judge's mean tokens per graded sample in the dry run, times the samples the run will grade; and
+the fewest and the most one sample took, which preflight prices as the range of the judges' cost
+(:func:`runner.record.cost.judge_cost_range`).
 """
 
 from __future__ import annotations
@@ -137,4 +139,8 @@ def _cost(alias: str, spent: Sequence[JudgeVote], planned: int) -> JudgeDryRun:
         projected_samples=planned,
         projected_input_tokens=round(tokens_in / samples * planned) if samples else 0,
         projected_output_tokens=round(tokens_out / samples * planned) if samples else 0,
+        sample_input_tokens=(min(v.input_tokens for v in spent), max(v.input_tokens for v in spent)) if spent else None,
+        sample_output_tokens=(min(v.output_tokens for v in spent), max(v.output_tokens for v in spent))
+        if spent
+        else None,
     )

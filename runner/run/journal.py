@@ -155,8 +155,8 @@ class RunStopped(_Entry):
 
     kind: Literal["run_stopped"] = "run_stopped"
     used_s: float
-    breaker: Literal["judge", "candidate"]
-    """Which breaker tripped."""
+    breaker: Literal["judge", "candidate", "cost"]
+    """Which breaker tripped (``cost``: the run's ``--run-cost-limit``)."""
     party: str
     """The judge alias or the candidate model that kept failing."""
     reason: str

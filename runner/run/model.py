@@ -5,7 +5,9 @@ Models only: importing this module loads no judge, no grading and no HTTP client
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 
 class JudgeDryRun(BaseModel):
@@ -31,6 +33,21 @@ class JudgeDryRun(BaseModel):
     """Mean input tokens per dry-run sample times ``projected_samples``."""
     projected_output_tokens: int
     """Mean output tokens per dry-run sample times ``projected_samples``."""
+    sample_input_tokens: tuple[int, int] | None = None
+    """The fewest and the most input tokens one dry-run sample took (the range a run's cost is projected over);
+    ``None`` for a dry run recorded before it was kept, and then not written."""
+    sample_output_tokens: tuple[int, int] | None = None
+    """The same for output tokens."""
+
+    @model_serializer(mode="wrap")
+    def _without_unknown_ranges(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """The dry run as earlier runs wrote it when it has no ranges: they appear only when known."""
+        dumped = handler(self)
+        if isinstance(dumped, dict):
+            for name in ("sample_input_tokens", "sample_output_tokens"):
+                if dumped.get(name, 0) is None:
+                    del dumped[name]
+        return dumped
 
     def summary_line(self) -> str:
         """What preflight prints for this judge."""

@@ -49,6 +49,7 @@ from runner import log
 from runner.call import Caller
 from runner.contract import SampleOutput
 from runner.errors import SandboxError
+from runner.gateway.model import SampleUsage
 from runner.gateway.providers import host_secrets
 from runner.grading.grade import GradingContext, grade_sample
 from runner.grading.judge import Judge, LLMJudge
@@ -82,6 +83,21 @@ _POLL_S = 0.25
 def planned_pairs(task_ids: Sequence[str], epochs: int) -> list[Pair]:
     """Every (task, epoch) of the run, epoch by epoch, so a cut-short run has whole epochs first."""
     return [(t, e) for e in range(1, epochs + 1) for t in sorted(task_ids)]
+
+
+def stopped_by_limit(output: SampleOutput, usage: SampleUsage | None, limit: int | None) -> SampleOutput:
+    """``output`` as ``token_limit`` when the gateway refused one of the agent's calls past the sample's token limit
+    and the agent then ended on its own (a time-out, an OOM kill or a harness failure keeps its own status)."""
+    if usage is None or usage.stopped_by != "token_limit" or output.status not in _AGENT_ENDINGS:
+        return output
+    used = usage.tokens.input_tokens + usage.tokens.output_tokens
+    error = f"the sample's token limit of {limit} tokens was reached ({used} used): the gateway refused its next call"
+    if output.answer is None:
+        error += "; no answer was written"
+    return output.model_copy(update={"status": "token_limit", "error": error})
+
+
+_AGENT_ENDINGS = frozenset(("ok", "agent_error", "invalid_answer"))
 
 
 class StopRequest:
@@ -158,6 +174,8 @@ class RunPlan:
     """Samples already collected by an earlier attempt (graded or not)."""
     graded: set[Pair] = field(default_factory=set)
     """Samples already graded by an earlier attempt: skipped."""
+    spent_usd: float = 0.0
+    """Dollars earlier attempts spent, counted against ``spec.run_cost_limit_usd`` (0 without a limit)."""
     attempt: str = field(default_factory=lambda: secrets.token_hex(8))
     """This attempt at the run (fresh by default): labelled on every sandbox its samples make (``ispm.attempt``)."""
 
@@ -180,7 +198,8 @@ class _Worker:
         self.progress = progress
         self.stop = threading.Event()
         self.deadline_hit = threading.Event()
-        self.breakers = Breakers(plan.spec.breaker_after, plan.spec.candidate)
+        self.breakers = Breakers(plan.spec.breaker_after, plan.spec.candidate, plan.spec.run_cost_limit_usd)
+        self.breakers.spent_usd = plan.spent_usd
         self._local = threading.local()
         self._contexts: list[GradingContext] = []
         self._lock = threading.Lock()
@@ -216,11 +235,21 @@ class _Worker:
             return None
         task_id, epoch = pair
         output = self.plan.finished.get(pair)
+        usage = None
         if output is None:
+            if self.breakers.over_budget() is not None:
+                self.stop.set()
+                return None
             self.progress.started(pair)
             limit = min(self.plan.spec.sample_limit_s, remaining)
             ran = self._run(task_id, epoch, limit)
-            output, usage = ran.output, ran.usage
+            output, usage = stopped_by_limit(ran.output, ran.usage, self.plan.spec.sample_token_limit), ran.usage
+            if usage is not None and usage.stopped_by == "cost_limit":
+                # The gateway refused the agent past the run's cost limit: the sample is not journaled, so a resume
+                # runs it whole.
+                self.breakers.refused_past_budget(usage)
+                self.stop.set()
+                return None
             if self.stop.is_set() or self.hands_off():
                 return None
             if output.status == "timeout" and limit < self.plan.spec.sample_limit_s:
@@ -261,6 +290,8 @@ class _Worker:
             )
         )
         if self.breakers.judged(result.graded, result.votes) is not None:
+            self.stop.set()
+        if self.breakers.spent(usage, result.votes) is not None:
             self.stop.set()
         return output.status
 

@@ -7,9 +7,17 @@ not passed it is recorded as non-official.
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from runner.errors import IspmError
 from runner.grading.slots import is_reference, slots_problem
@@ -22,6 +30,12 @@ V1_BREAKER_AFTER: Final = 10
 """K of the circuit breakers: a judge, or the candidate, failing on this many consecutive samples stops the run."""
 
 Calibration = Literal["replay", "null"]
+MAX_SAMPLE_TOKEN_LIMIT: Final = 100_000_000
+"""The largest ``--sample-token-limit`` taken: more than any sample's context could ever use, so a bigger one is
+a typo."""
+MAX_RUN_COST_LIMIT_USD: Final = 100_000.0
+"""The largest ``--run-cost-limit`` taken, in dollars: far above an official run's cost, so a bigger one is a typo."""
+_LIMITS = ("sample_token_limit", "run_cost_limit_usd")
 
 
 class RunError(IspmError):
@@ -99,11 +113,36 @@ class RunSpec(BaseModel):
     """``replay``: the replay agent replays gold answers mounted from the run folder; ``null``: the null agent."""
     official: bool = False
     """True only when ``official`` accepted the spec."""
+    sample_token_limit: int | None = Field(default=None, ge=1, le=MAX_SAMPLE_TOKEN_LIMIT)
+    """Local runs only: input plus output tokens one sample's agent may use; past them the gateway refuses its next
+    model call and the sample ends as ``token_limit``. ``None``: no limit (v1, and every official run). Written
+    into the spec only when set, so a record of a run without limits is what it always was."""
+    run_cost_limit_usd: float | None = Field(default=None, gt=0, le=MAX_RUN_COST_LIMIT_USD, allow_inf_nan=False)
+    """Local runs only: dollars the whole run may spend (the agent's and the judges' tokens, priced as the report
+    prices them); once reached, no new sample starts and the gateway refuses the agent's calls. ``None``: no limit.
+    Written only when set."""
+
+    @model_serializer(mode="wrap")
+    def _without_unset_limits(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """The spec as v1 wrote it when it has no limits: the limits appear only when set."""
+        dumped = handler(self)
+        if isinstance(dumped, dict):
+            for name in _LIMITS:
+                if dumped.get(name, 0) is None:
+                    del dumped[name]
+        return dumped
 
     @property
     def needed_model(self) -> str | None:
         """The candidate when the agent needs a model, and so a gateway: ``None`` for a calibration run."""
         return self.candidate if self.candidate and self.calibration is None else None
+
+    @model_validator(mode="after")
+    def _limits_on_this_host(self) -> RunSpec:
+        # Each ray node runs its own gateway, which this host's limits do not reach.
+        if self.backend == "ray" and (self.sample_token_limit is not None or self.run_cost_limit_usd is not None):
+            raise ValueError("the token and cost limits are enforced by this host's gateway: not with --backend ray")
+        return self
 
     @field_validator("judges")
     @classmethod
@@ -134,6 +173,10 @@ def official(spec: RunSpec, digests: Digests) -> RunSpec:
         problems.append("no candidate model")
     if spec.calibration is not None:
         problems.append("a calibration run (gold or null answers) is never official")
+    if spec.sample_token_limit is not None:
+        problems.append("a per-sample token limit; v1 runs every sample to its time limit, with no token limit")
+    if spec.run_cost_limit_usd is not None:
+        problems.append("a run cost limit; v1 runs every sample, whatever it costs")
     fixed = {
         "epochs": V1_EPOCHS,
         "concurrency": V1_CONCURRENCY,

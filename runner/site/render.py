@@ -20,7 +20,8 @@ from markupsafe import Markup
 from runner import __version__
 from runner.contract import CLAUSES, CONTRACT_ID, CONTRACT_SUMMARY, RECORD_PARTS, REVISION_RULE, STRUCTURAL_COVERAGE
 from runner.grading.grades import DIMENSIONS
-from runner.record.leaderboard import board_rows
+from runner.prices import PRICES_LABEL
+from runner.record.leaderboard import board_rows, cost_plot
 from runner.record.report import TEMPLATES as REPORT_TEMPLATES
 from runner.record.report import environment, render_markdown
 from runner.site.errors import PageNotFound
@@ -214,7 +215,7 @@ def leaderboard_page(
         site_environment()
         .get_template("site_leaderboard.html.j2")
         .render(
-            rows=rows, dimensions=DIMENSIONS,
+            rows=rows, dimensions=DIMENSIONS, prices=PRICES_LABEL, plot=cost_plot(rows),
             scoring=markdown(sources.scoring_markdown), links=links, panel=panel or Markup(""),
         )
     )  # fmt: skip

@@ -10,7 +10,8 @@ import json
 import re
 from collections.abc import Iterator
 
-from runner.call import OtherBlock, ReasoningBlock, TextBlock, ToolCallBlock
+from runner.call import OtherBlock, ReasoningBlock, TextBlock, ToolCallBlock, Usage
+from runner.prices import PRICES_LABEL, Cost, price
 from runner.trace.conversation import Message, ToolResultBlock
 from runner.trace.sql_text import SqlLayout, sql_of_call
 from runner.trace.timeline import AgentStep, AnswerStep, CallStep, CapStep, QueryStep, SampleTimeline, Step, VoteStep
@@ -157,3 +158,28 @@ def lines(timeline: SampleTimeline, sql: SqlLayout | None = None) -> Iterator[st
 def render_text(timeline: SampleTimeline) -> str:
     """The whole timeline as text, lines joined."""
     return "\n".join(lines(timeline))
+
+
+def sample_cost(timeline: SampleTimeline) -> tuple[Cost, Cost]:
+    """The agent's and the judges' dollars on this sample, each call priced as its model's when it was made."""
+    agent, judges = Cost(), Cost()
+    for step in timeline.events:
+        if not isinstance(step, CallStep):
+            continue
+        call = step.call
+        usage = call.usage or Usage()
+        if call.caller == "candidate":
+            agent += price(timeline.candidate_model, usage, call.started_at, call.returned_model)
+            if call.usage is None and call.outcome == "ok":
+                agent += Cost(unpriced=("agent calls whose provider reported no usage: not counted, not priced",))
+        else:
+            judges += price(call.judge, usage, call.started_at, call.returned_model)
+    return agent, judges
+
+
+def cost_lines(timeline: SampleTimeline) -> Iterator[str]:
+    """The sample's dollars, after its timeline: what ``ispm trace`` prints last."""
+    agent, judges = sample_cost(timeline)
+    yield f"cost: {(agent + judges).text()} · agent {agent.text()} · judges {judges.text()} · prices: {PRICES_LABEL}"
+    for note in (agent + judges).unpriced:
+        yield f"cost note: {inert(note)}"

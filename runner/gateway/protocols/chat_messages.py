@@ -62,14 +62,14 @@ def chat_to_messages_request(chat: dict[str, Any], model: str) -> dict[str, Any]
     """
     if chat.get("n", 1) not in (1, None):
         raise TranslationError("n > 1 is not supported by the Anthropic Messages API")
-    system: list[str] = []
+    system: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
     for i, msg in enumerate(chat.get("messages") or []):
         if not isinstance(msg, dict):
             raise TranslationError(f"messages[{i}] is not an object")
         role = msg.get("role")
         if role in ("system", "developer"):
-            system.append(_text_of(msg.get("content"), i))
+            system += _system_blocks(msg.get("content"), i)
             continue
         if role == "user":
             blocks = _content_blocks(msg.get("content"), i)
@@ -100,8 +100,10 @@ def chat_to_messages_request(chat: dict[str, Any], model: str) -> dict[str, Any]
         "messages": turns,
         "max_tokens": chat.get("max_completion_tokens") or chat.get("max_tokens") or DEFAULT_MAX_TOKENS,
     }
-    if system:
-        out["system"] = "\n\n".join(system)
+    if any("cache_control" in b for b in system):
+        out["system"] = system  # text blocks, keeping the caller's cache marks
+    elif system:
+        out["system"] = "\n\n".join(b["text"] for b in system)
     for key in ("temperature", "top_p"):
         if chat.get(key) is not None:
             out[key] = chat[key]
@@ -118,6 +120,22 @@ def chat_to_messages_request(chat: dict[str, Any], model: str) -> dict[str, Any]
     if chat.get("stream"):
         out["stream"] = True
     return out
+
+
+def _system_blocks(content: Any, i: int) -> list[dict[str, Any]]:
+    """A system message as Messages text blocks: one per part that carries a ``cache_control`` mark (kept, so a
+    prompt prefix can be cached), else the message's text as one block."""
+    if isinstance(content, list) and any(isinstance(p, dict) and "cache_control" in p for p in content):
+        blocks = []
+        for part in _content_blocks(content, i):
+            if part["type"] != "text":
+                raise TranslationError(f"messages[{i}]: a system message holds text only")
+            blocks.append(part)
+        for block, part in zip(blocks, content, strict=True):
+            if isinstance(part, dict) and isinstance(part.get("cache_control"), dict):
+                block["cache_control"] = dict(part["cache_control"])
+        return blocks
+    return [{"type": "text", "text": _text_of(content, i)}]
 
 
 def _text_of(content: Any, i: int) -> str:
