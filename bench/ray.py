@@ -2,8 +2,8 @@
 
 The same gold replay samples run through ``DockerBackend`` threads and through ``RayRunner`` on a Ray cluster
 started here (a head with no sandbox unit and one or two worker nodes, all on the local Docker engine and on
-loopback only, as in the tests), the two measured in alternation, in rounds, so the machine's other load weighs on
-both alike. It prints:
+loopback only: ``runner.cluster.loopback``, as in the tests), the two measured in alternation, in rounds, so the
+machine's other load weighs on both alike. It prints:
 
 - per-sample latency as the driver sees it (submit to result, median) at concurrency 2 and 8, and the ratio of the
   cluster's to the local backend's (the target is at most 1.3x);
@@ -26,12 +26,11 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
 
 from runner import __version__
 from runner.cluster.driver import RayRunner
+from runner.cluster.loopback import loopback_cluster
 from runner.cluster.model import NodeExpectations
 from runner.contract import SampleOutput
 from runner.paths import tasks_dir
@@ -103,17 +102,6 @@ def measure(run: Sampler, specs: list[SampleSpec], concurrency: int, into: Figur
         into.throughputs.append(len(specs) / (time.perf_counter() - started))
 
 
-def start_cluster(workers: int, units: int) -> AbstractContextManager[tuple[Any, list[Any]]]:
-    """A head with no sandbox unit and ``workers`` nodes of ``units`` units each, on this machine's loopback: the
-    tests' cluster (tests/loopback_cluster.py), which must be imported before Ray is."""
-    tests = str(Path(__file__).resolve().parent.parent / "tests")
-    if tests not in sys.path:
-        sys.path.insert(0, tests)
-    from loopback_cluster import loopback_cluster
-
-    return loopback_cluster(workers, units)
-
-
 def compare(
     workers: int, expected: NodeExpectations, specs: list[SampleSpec], local: Sampler, concurrency: tuple[int, ...]
 ) -> dict[int, tuple[Figures, Figures]]:
@@ -121,7 +109,7 @@ def compare(
     alternation so that the machine's other load weighs on both alike."""
     top = max(concurrency)
     with (
-        start_cluster(workers, top // workers) as (cluster, _),
+        loopback_cluster(workers, top // workers) as (cluster, _),
         RayRunner.connect(cluster.address, "bench-ray", expected, candidate=None) as runner,
     ):
 

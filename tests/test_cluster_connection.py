@@ -3,7 +3,9 @@ exception is reported in (a node's refusal, a lost try, an unreachable node)."""
 
 from __future__ import annotations
 
+import ast
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +38,14 @@ def test_a_wrapped_exception_is_told_by_its_own_first_line() -> None:
 
 def test_the_first_line_is_cut_at_its_limit() -> None:
     assert first_line(RuntimeError("x" * 500), 200) == "x" * 200
+
+
+def test_the_ray_bench_stands_on_its_own_without_the_tests() -> None:
+    # bench/ray.py starts its cluster with runner.cluster.loopback: a bench that imports tests/ breaks when they move.
+    root = Path(__file__).resolve().parent.parent
+    tree = ast.parse((root / "bench" / "ray.py").read_text(encoding="utf-8"))
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    ours = {p.stem for p in (root / "tests").iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    assert imported & ours == set()
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value == "tests"]

@@ -119,6 +119,8 @@ class RayRunner:
         self._agent = ray.remote(NodeAgent)
         self._sample = ray.remote(run_on_node)
         self._task: Any = None
+        self._probes: dict[str, tuple[str | None, str | None]] = {}
+        """The candidate's probe (why it failed, the model id) by digest of how nodes reach it, for this attempt."""
 
     @classmethod
     def connect(
@@ -305,10 +307,51 @@ class RayRunner:
             )
 
     def _check(self, agents: dict[str, Any], checks: dict[str, NodeCheck], refused: dict[str, list[str]]) -> None:
-        """Check each of ``agents``' nodes: its check into ``checks``, or why it is refused into ``refused``."""
+        """Check each of ``agents``' nodes: its check into ``checks``, or why it is refused into ``refused``.
+
+        Nodes that reach the candidate the same way (endpoint and key, :meth:`NodeAgent.credentials`) share one
+        probe of it per run attempt: the first of them probes, the others are checked with its answer. So a resume,
+        a join or a check again costs the provider one probe per key, not one per node."""
+
+        reach = self._reach(agents)
+        leaders: dict[str, str] = {}
+        for node in agents:
+            digest = reach.get(node)
+            if digest is not None and digest not in self._probes:
+                leaders.setdefault(digest, node)
+        first = {n: agents[n] for n in leaders.values()}
+        self._check_with(first, checks, refused)
+        for digest, node in leaders.items():
+            if node in checks:
+                self._probes[digest] = (checks[node].probe_error, checks[node].candidate_model)
+        rest = {n: a for n, a in agents.items() if n not in first}
+        self._check_with(rest, checks, refused, {n: self._probes.get(reach.get(n) or "") for n in rest})
+
+    def _reach(self, agents: dict[str, Any]) -> dict[str, str | None]:
+        """Each node's digest of how it reaches the candidate; ``None`` when it has none or did not say."""
         import ray
 
-        pending = {node: agent.check.remote(self.expected) for node, agent in agents.items()}
+        if self.candidate is None:
+            return {}
+        pending = {node: agent.credentials.remote() for node, agent in agents.items()}
+        found: dict[str, str | None] = {}
+        for node, ref in pending.items():
+            try:
+                found[node] = ray.get(ref, timeout=CHECK_TIMEOUT_S)
+            except ray.exceptions.RayError:
+                found[node] = None  # its check says why
+        return found
+
+    def _check_with(
+        self,
+        agents: dict[str, Any],
+        checks: dict[str, NodeCheck],
+        refused: dict[str, list[str]],
+        probed: dict[str, tuple[str | None, str | None] | None] | None = None,
+    ) -> None:
+        import ray
+
+        pending = {node: agent.check.remote(self.expected, (probed or {}).get(node)) for node, agent in agents.items()}
         for node, ref in pending.items():
             try:
                 found: NodeCheck = ray.get(ref, timeout=CHECK_TIMEOUT_S)

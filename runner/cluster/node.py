@@ -9,6 +9,7 @@ orphaned sandboxes. Sample tasks on the node find it by name
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import socket
 import tempfile
@@ -24,6 +25,7 @@ from runner.cluster.probe import probe_here
 from runner.errors import GatewayError, IspmError, SandboxError
 from runner.gateway.model import SampleUsage
 from runner.gateway.preflight import PreflightError
+from runner.gateway.providers import PROVIDERS, Endpoint, parse_model
 from runner.gateway.server import Gateway
 from runner.run.digests import current_digests
 from runner.sandbox.backend import GATEWAY_SOCKET_NAME, SweepReport
@@ -74,9 +76,19 @@ class NodeAgent:
 
     # -- checks and images ---------------------------------------------------------------------------------
 
-    def check(self, expected: NodeExpectations) -> NodeCheck:
+    def credentials(self) -> str | None:
+        """A digest of how this node reaches the candidate (endpoint and key): nodes with the same one reach it the
+        same way, so one probe answers for all of them. ``None`` without a candidate or a gateway."""
+        if self.candidate is None or self.gateway is None:
+            return None
+        return reach_digest(self.candidate)
+
+    def check(self, expected: NodeExpectations, probed: tuple[str | None, str | None] | None = None) -> NodeCheck:
         """What this node has, against ``expected``; sweeps this host's orphans first, and probes the candidate with
-        this node's key (once per agent). Accepts the node when nothing differs and nothing is missing."""
+        this node's key (once per agent), unless ``probed`` is the answer (why it failed, the model id) of a node
+        whose :meth:`credentials` are the same. Accepts the node when nothing differs and nothing is missing."""
+        if probed is not None and self._probe is None and self.gateway is not None:
+            self._probe = probed
         world_logical: str | None = None
         world_error: str | None = None
         task_set = ground_truth = None
@@ -207,6 +219,17 @@ class NodeAgent:
         """Stop the gateway's listeners and provider connections."""
         if self.gateway is not None:
             self.gateway.close()
+
+
+def reach_digest(candidate: str) -> str | None:
+    """sha256 of the candidate, the base URL and the key this host's environment gives it; ``None`` when the
+    environment does not resolve it. The key never leaves the node; its digest stays in the driver's memory."""
+    try:
+        provider, _ = parse_model(candidate)
+        endpoint = Endpoint(PROVIDERS[provider])
+    except (IspmError, KeyError):
+        return None
+    return hashlib.sha256("\0".join((candidate, endpoint.base_url, endpoint.key)).encode()).hexdigest()
 
 
 @contextmanager
