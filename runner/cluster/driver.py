@@ -40,7 +40,7 @@ from typing import Any
 from runner import log
 from runner.cluster import NAMESPACE, SANDBOX_RESOURCE, agent_name
 from runner.cluster.connection import connect, first_line, require_ray, sandbox_nodes
-from runner.cluster.model import ClusterError, NodeCheck, NodeExpectations, NodeResult
+from runner.cluster.model import ClusterError, NodeCheck, NodeEngineFailed, NodeExpectations, NodeResult
 from runner.cluster.node import NodeAgent
 from runner.cluster.sample import run_on_node
 from runner.contract import SampleOutput
@@ -65,6 +65,10 @@ STRANDED_S = 60.0
 once Ray has marked the last one dead (its own health checks take some seconds more); a node that joins meanwhile and
 passes its checks (a restarted node is a new node to Ray) resets it, however long the checks take. A minute lets a
 node's ``ray start`` come back; a longer outage costs a resume, never a graded sample."""
+LOAD_TIMEOUT_S = 600.0
+"""How long one image's load on a node may take, from the first piece sent to the engine's last word, before the
+node is left out (a load that hangs: an engine that stopped answering, a stream that stalls). About 20 times what a
+568 MB image takes here through the object store."""
 CHECK_TIMEOUT_S = 300.0
 """How long a node's check may take (a sweep, the world's digests, a probe of the candidate) before the node is
 left out."""
@@ -106,6 +110,13 @@ class RayRunner:
         """Each admitted node's last check, by node id."""
         self.left_out: dict[str, NodeLeftOut] = {}
         """Each node left out of the run, with why, by node id."""
+        self.benched: dict[str, Any] = {}
+        """Each admitted node whose Docker engine failed under a sample, its agent by node id: it takes no sample
+        until it passes its checks again (the watcher checks it every :data:`WATCH_S`)."""
+        self.bench_reasons: dict[str, str] = {}
+        """Why each benched node was benched."""
+        self.load_timeout_s = LOAD_TIMEOUT_S
+        """How long one image's load on a node may take (:data:`LOAD_TIMEOUT_S`)."""
         self.stranded_s = STRANDED_S
         """How long the run may have no admitted node alive before the watcher stops it (:data:`STRANDED_S`)."""
         self._owns_connection = owns_connection
@@ -200,7 +211,8 @@ class RayRunner:
         while not quit_watching.wait(WATCH_S):
             live = self._admit_joined()
             if live is None:
-                continue  # the cluster did not answer: the clock neither starts nor resets
+                continue
+            self._check_benched(live)  # the cluster did not answer: the clock neither starts nor resets
             gone = self._all_gone(live)
             if not gone:
                 gone_since = None
@@ -236,17 +248,57 @@ class RayRunner:
                     self._leave_out(node, None, [reason], joined=True)
         return live
 
+    def _check_benched(self, live: list[str]) -> None:
+        """Check again each benched node still alive; admit again those that pass (images shipped first)."""
+        with self._lock:
+            benched = {n: a for n, a in self.benched.items() if n in live}
+        for node, agent in benched.items():
+            checks: dict[str, NodeCheck] = {}
+            refused: dict[str, list[str]] = {}
+            try:
+                self._vet({node: agent}, checks, refused)
+            except Exception as exc:  # the run goes on without it; it is checked again at the next look
+                _log.warning("cluster.bench_check_failed", run=self.run_id, node=node, error=first_line(exc))
+                continue
+            if refused:
+                continue
+            with self._lock:
+                if self._closed.is_set() or self.benched.pop(node, None) is None:
+                    continue
+                self.bench_reasons.pop(node, None)
+                self.agents[node] = agent
+                self.checks[node] = checks[node]
+                self._select()
+            _log.info("cluster.node_back", run=self.run_id, node=node)
+
+    def _bench(self, node: str, reason: str) -> None:
+        """Take ``node`` out of the samples' selector: its engine failed (a try on it said so)."""
+        with self._lock:
+            agent = self.agents.pop(node, None)
+            if agent is None:
+                return  # benched already by another try, or never admitted
+            self.benched[node] = agent
+            self.bench_reasons[node] = reason
+            self._select()
+        _log.warning("cluster.node_benched", run=self.run_id, node=node, reason=reason)
+
     def _all_gone(self, live: list[str]) -> list[str]:
-        """Every admitted node, when none of them is among the ``live`` ones; empty while one is."""
+        """Every admitted or benched node, when no admitted one is among the ``live`` ones; empty while one is."""
         with self._lock:
             admitted = sorted(self.agents)
-        return [] if set(admitted) & set(live) else admitted
+            benched = sorted(self.benched)
+        return [] if set(admitted) & set(live) else sorted({*admitted, *benched})
 
     def _strand(self, stop: StopRequest, gone: list[str]) -> None:
         """Stop the run: no admitted node has been alive for :attr:`stranded_s`, so no sample can be placed."""
         with self._lock:
             hosts = {n: self.checks[n].host for n in gone if n in self.checks}
-        names = ", ".join(f"node {n[:12]} ({hosts[n]})" if n in hosts else f"node {n[:12]}" for n in gone)
+            benched = dict(self.bench_reasons)
+        names = ", ".join(
+            (f"node {n[:12]} ({hosts[n]})" if n in hosts else f"node {n[:12]}")
+            + (f", its Docker engine failed: {benched[n]}" if n in benched else "")
+            for n in gone
+        )
         reason = (
             f"every admitted node of the cluster is gone ({names}) and none came back within {self.stranded_s:g} s; "
             "resume the run once a node is back"
@@ -268,22 +320,10 @@ class RayRunner:
             ).remote(self.candidate, self.board)
             for node in nodes
         }
+        checks: dict[str, NodeCheck] = {}
+        refused: dict[str, list[str]] = {}
         try:
-            checks: dict[str, NodeCheck] = {}
-            refused: dict[str, list[str]] = {}
-            self._check(agents, checks, refused)
-            lacking = {n: c.missing(self.expected) for n, c in checks.items() if n not in refused}
-            lacking = {n: tags for n, tags in lacking.items() if tags}
-            if lacking:
-                self._ship(agents, lacking, refused)
-                again = {n: agents[n] for n in lacking if n not in refused}
-                self._check(again, checks, refused)
-                for node in again:
-                    still = [] if node in refused else checks[node].missing(self.expected)
-                    if still:
-                        refused[node] = [
-                            f"node {node[:12]}: image {t} is still missing after loading it" for t in still
-                        ]
+            self._vet(agents, checks, refused)
         except BaseException:
             for agent in agents.values():
                 _stop_agent(agent)
@@ -305,6 +345,22 @@ class RayRunner:
             _log.info(
                 "cluster.nodes_admitted", run=self.run_id, joined=joined, nodes={n: checks[n].host for n in admitted}
             )
+
+    def _vet(self, agents: dict[str, Any], checks: dict[str, NodeCheck], refused: dict[str, list[str]]) -> None:
+        """Check ``agents``' nodes, ship each the images it lacks and check it again (every image by its id before
+        the node's first sample): each node's check into ``checks``, or why it is refused into ``refused``."""
+        self._check(agents, checks, refused)
+        lacking = {n: c.missing(self.expected) for n, c in checks.items() if n not in refused}
+        lacking = {n: tags for n, tags in lacking.items() if tags}
+        if not lacking:
+            return
+        self._ship(agents, lacking, refused)
+        again = {n: agents[n] for n in lacking if n not in refused}
+        self._check(again, checks, refused)
+        for node in again:
+            still = [] if node in refused else checks[node].missing(self.expected)
+            if still:
+                refused[node] = [f"node {node[:12]}: image {t} is still missing after loading it" for t in still]
 
     def _check(self, agents: dict[str, Any], checks: dict[str, NodeCheck], refused: dict[str, list[str]]) -> None:
         """Check each of ``agents``' nodes: its check into ``checks``, or why it is refused into ``refused``.
@@ -380,9 +436,15 @@ class RayRunner:
                 # Saved once, loaded by every node that lacks it; the pieces leave the object store with the refs.
                 chunks = stage_image(client, tag)
                 loads = {n: agents[n].load_image.remote(chunks) for n in takers}
+                until = time.monotonic() + self.load_timeout_s
                 for node, ref in loads.items():
                     try:
-                        ray.get(ref)
+                        ray.get(ref, timeout=max(0.0, until - time.monotonic()))
+                    except ray.exceptions.GetTimeoutError:
+                        # The agent is stopped with the node's refusal, and its hung load with it.
+                        refused[node] = [
+                            f"node {node[:12]}: loading image {tag} took longer than {self.load_timeout_s:g} s"
+                        ]
                     except ray.exceptions.RayError as exc:
                         refused[node] = [f"node {node[:12]}: loading image {tag} failed: {first_line(exc)}"]
                 _log.info(
@@ -408,7 +470,11 @@ class RayRunner:
                 self._unjournaled.append(entry)
 
     def _select(self) -> None:
-        """Point sample tasks at the admitted nodes, by the node-id label Ray gives every node (under the lock)."""
+        """Point sample tasks at the admitted nodes, by the node-id label Ray gives every node (under the lock);
+        none while no node is admitted (every one benched)."""
+        if not self.agents:
+            self._task = None
+            return
         self._task = self._sample.options(
             num_cpus=0,
             resources={SANDBOX_RESOURCE: 1},
@@ -427,6 +493,10 @@ class RayRunner:
         sample none of its tries, and the sample asks again every :data:`WATCH_S` until a node is admitted
         or the watcher stops the run (:data:`STRANDED_S`).
 
+        A try lost because its node's Docker engine failed (:class:`~runner.cluster.model.NodeEngineFailed`) benches
+        the node and costs the sample none of its ``max_tries`` (it was the node's fault, never the sample's); at most
+        ``3 * max_tries`` tries are made in all, so an engine that keeps failing cannot hold a sample for ever.
+
         Never raises for the sample's own failure; when every try is lost the sample is a ``sandbox_error``.
         """
         import ray
@@ -434,8 +504,19 @@ class RayRunner:
         recordings = _recordings(spec) if spec.replay_dir is not None else None
         spec = spec.model_copy(update={"board": self.board})
         lost: list[SampleAttempt] = []
-        while len(lost) < self.max_tries and not self._stopping.is_set():
-            pending = self._task.remote(self.attempt, spec, self.candidate is not None, recordings)
+        engine_faults = 0
+        while (
+            len(lost) - engine_faults < self.max_tries
+            and len(lost) < 3 * self.max_tries
+            and not self._stopping.is_set()
+        ):
+            task = self._task
+            if task is None:  # every admitted node is benched: wait for one to pass its checks again
+                if not self._watched.is_set():
+                    break
+                self._stopping.wait(WATCH_S)
+                continue
+            pending = task.remote(self.attempt, spec, self.candidate is not None, recordings)
             node = "unknown"
             try:
                 # However long it queues for a unit, then at most the sample limit and a grace.
@@ -446,9 +527,15 @@ class RayRunner:
                     output=result.output,
                     usage=result.usage,
                     node=result.node,
+                    engine=result.engine,
                     lost_tries=tuple(lost),
                     transcript=result.transcript,
                 )
+            except ray.exceptions.RayTaskError as exc:
+                lost.append(self._lost(spec, node, exc))
+                if isinstance(exc.cause, NodeEngineFailed):
+                    engine_faults += 1
+                    self._bench(node, lost[-1].detail)
             except ray.exceptions.TaskUnschedulableError as exc:
                 # Ray fails at once a task whose selector names only dead nodes: burning the sample's tries on it
                 # would journal a sandbox_error for a sample that never ran.

@@ -68,7 +68,8 @@ class SampleAttempt(BaseModel):
     node: str
     """The cluster node it ran on."""
     outcome: Literal["lost", "duplicate"]
-    """``lost``: the node or its worker died before a result came back, and the sample ran again elsewhere;
+    """``lost``: the node, its worker or its Docker engine failed before a result came back, and the sample ran again
+    elsewhere;
     ``duplicate``: a second result for a sample already kept, recorded and never graded."""
     detail: str
     """Why, in the words of the cluster."""
@@ -98,6 +99,10 @@ class SampleFinished(_Entry):
     """The agent's requests and tokens as the gateway counted them; ``None`` when the run had no gateway."""
     node: str | None = None
     """The cluster node the sample ran on (the ``ray`` backend); ``None`` on one machine."""
+    engine: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The Docker engine that ran it on its node, as ``docker info`` names it: ``<host>:<data root> (<engine ID>)``;
+    ``None`` on one machine,
+    and left out of the entry then, so one machine's journals read as before."""
     attempts: list[SampleAttempt] = Field(default_factory=list)
     """Earlier attempts lost with their node; empty when the first attempt is the one kept."""
     transcript: TranscriptRef | None = None

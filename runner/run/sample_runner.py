@@ -36,6 +36,9 @@ class RanSample(BaseModel):
     """The agent's usage as the gateway counted it; ``None`` without a gateway."""
     node: str | None = None
     """The cluster node the kept try ran on; ``None`` on one machine."""
+    engine: str | None = None
+    """The Docker engine the kept try ran on, on its node (``<host>:<data root> (<engine ID>)``); ``None`` on one
+    machine."""
     lost_tries: tuple[SampleAttempt, ...] = ()
     """Tries lost before the kept one (the journal's and record's ``attempts``)."""
     transcript: TranscriptBuilder | EncodedPart | None = None

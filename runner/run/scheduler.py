@@ -228,7 +228,12 @@ class _Worker:
             transcript = self._keep(ran.transcript, task_id, epoch)  # on disk before the entry that names it
             self.plan.journal.append(
                 SampleFinished(
-                    output=output, usage=usage, node=ran.node, attempts=list(ran.lost_tries), transcript=transcript
+                    output=output,
+                    usage=usage,
+                    node=ran.node,
+                    engine=ran.engine,
+                    attempts=list(ran.lost_tries),
+                    transcript=transcript,
                 )
             )
             _log.info(

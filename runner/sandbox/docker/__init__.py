@@ -10,6 +10,6 @@ The threat model, the layouts and why each protection exists: docs/sandbox.md.
 """
 
 from runner.sandbox.docker.backend import DockerBackend
-from runner.sandbox.docker.engine import connect, sweep
+from runner.sandbox.docker.engine import connect, engine_fault, engine_id, sweep
 
-__all__ = ["DockerBackend", "connect", "sweep"]
+__all__ = ["DockerBackend", "connect", "engine_fault", "engine_id", "sweep"]
