@@ -25,7 +25,7 @@ from runner import __version__
 from runner.cluster import SANDBOX_RESOURCE, driver
 from runner.cluster.driver import RayRunner
 from runner.cluster.model import NodeExpectations
-from runner.pipeline import LOG_NAME, RunResult, image_ids, start_run
+from runner.pipeline import LOG_NAME, RunResult, image_ids, resume_run, start_run
 from runner.run.calibration import calibration_spec
 from runner.run.digests import current_digests
 from runner.run.journal import JOURNAL_NAME, SampleFinished, SampleGraded, read_entries
@@ -230,3 +230,67 @@ def test_an_image_that_arrives_corrupted_leaves_the_node_out(
     # The engine refused the stream, or holds an image whose id is not the one recorded: never the one run.
     have = engine_image_ids(engine.client(), [tag])[tag]
     assert have != expected.images[tag]
+
+
+def _caught_running(engine: Engine, running: threading.Thread) -> bool:
+    """Whether a sandbox was seen running on ``engine`` while ``running`` lives (polled every 20 ms, 3 min at most)."""
+    client = engine.client(timeout=5)
+    try:
+        deadline = time.monotonic() + 180
+        while running.is_alive() and time.monotonic() < deadline:
+            with contextlib.suppress(Exception):  # it may answer slowly while it starts a sandbox
+                if client.api.containers(filters={"label": "ispm.sandbox", "status": "running"}):
+                    return True
+            time.sleep(0.02)
+        return False
+    finally:
+        client.close()
+
+
+def test_on_one_machine_an_engine_that_stops_ends_the_run_interrupted_charging_no_sample(
+    engine: Engine, tmp_path: Path
+) -> None:
+    import docker
+
+    from runner.sandbox.docker import DockerBackend
+
+    tasks = MANY[:12]
+    tag = resolve_image("replay")
+    main, second = docker.from_env(), engine.client()
+    try:
+        for _ in second.api.load_image(main.images.get(tag).save(named=tag)):
+            pass
+    finally:
+        main.close()
+        second.close()
+    run_dir = tmp_path / "run"
+    spec = calibration_spec("replay", epochs=1, concurrency=2, tasks=tasks, backend="docker")
+    backend = DockerBackend(engine.client())
+    found: dict[str, RunResult] = {}
+    thread = threading.Thread(
+        target=lambda: found.setdefault("result", start_run(spec, run_dir, backend=backend)), daemon=True
+    )
+    thread.start()
+    try:
+        caught = _caught_running(engine, thread)
+        engine.stop()  # SIGTERM while it runs a sample
+    finally:
+        thread.join(timeout=300)
+        backend.close()
+    assert caught, "no sample was seen running on the second engine"
+    result = found["result"]
+    assert result.outcome == "interrupted"
+    because = result.interrupted_because or ""
+    assert "the docker backend failed under sample" in because and "Docker engine does not answer" in because
+    # No sample was charged: what was journaled ended ok, and the one the engine took down was not journaled.
+    finished = [e for e in read_entries(run_dir / JOURNAL_NAME) if isinstance(e, SampleFinished)]
+    assert {e.output.status for e in finished} <= {"ok"} and len(finished) < len(tasks)
+    assert sum(result.record.failures.values()) == 0
+    # The engine is back (here: the main one): the resume runs what was left, and nothing twice.
+    resumed = resume_run(run_dir)
+    assert resumed.outcome == "completed"
+    graded = _graded(run_dir)
+    assert sorted(graded) == sorted(set(graded)) == [(t, 1) for t in tasks]
+    assert resumed.record.scores is not None
+    assert resumed.record.scores.dimensions["answer_correctness"].mean == 1.0
+    assert containers_of(resumed.record.run_id) == []

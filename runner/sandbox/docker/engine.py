@@ -92,20 +92,23 @@ ENGINE_ANSWER_S = 10.0
 """How long an engine has to answer a health check (a ping) before it counts as failed."""
 
 
-def engine_fault(timeout_s: float = ENGINE_ANSWER_S) -> str | None:
-    """Why the engine named by the environment is not fit to run a sample (it does not answer a ping within
-    ``timeout_s``); ``None`` when it answers. A fresh connection: a client of a dead engine's may still hold one."""
+def engine_fault(client: Any | None = None, timeout_s: float = ENGINE_ANSWER_S) -> str | None:
+    """Why the engine is not fit to run a sample (it does not answer a ping); ``None`` when it answers. ``client``'s
+    engine, else the one the environment names, through a fresh connection that waits ``timeout_s`` at most."""
+    if client is not None:
+        try:
+            client.ping()
+        except ENGINE_ERRORS as exc:
+            return f"the Docker engine does not answer: {exc}"
+        return None
     try:
-        client = docker.from_env(timeout=max(1, round(timeout_s)))
+        fresh = docker.from_env(timeout=max(1, round(timeout_s)))
     except ENGINE_ERRORS as exc:
         return f"cannot reach the Docker engine: {exc}"
     try:
-        client.ping()
-    except ENGINE_ERRORS as exc:
-        return f"the Docker engine does not answer: {exc}"
+        return engine_fault(fresh)
     finally:
-        client.close()
-    return None
+        fresh.close()
 
 
 def engine_id(client: Any) -> str:
