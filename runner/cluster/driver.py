@@ -39,7 +39,15 @@ from typing import Any
 
 from runner import log
 from runner.cluster import NAMESPACE, SANDBOX_RESOURCE, agent_name
-from runner.cluster.connection import connect, first_line, require_ray, sandbox_nodes
+from runner.cluster.connection import (
+    HEAD_ANSWER_S,
+    connect,
+    first_line,
+    head_address,
+    head_fault,
+    require_ray,
+    sandbox_nodes,
+)
 from runner.cluster.model import ClusterError, NodeCheck, NodeEngineFailed, NodeExpectations, NodeResult
 from runner.cluster.node import NodeAgent
 from runner.cluster.sample import run_on_node
@@ -65,6 +73,13 @@ STRANDED_S = 60.0
 once Ray has marked the last one dead (its own health checks take some seconds more); a node that joins meanwhile and
 passes its checks (a restarted node is a new node to Ray) resets it, however long the checks take. A minute lets a
 node's ``ray start`` come back; a longer outage costs a resume, never a graded sample."""
+HEAD_GONE_S = 10.0
+"""How long the Ray head's GCS may not answer before the run stops (``run_interrupted``, resumable). The watcher
+looks every :data:`WATCH_S` (a look waits :data:`~runner.cluster.connection.HEAD_ANSWER_S` at most), so a run stops
+within :data:`HEAD_STOP_BOUND_S` of its head going away."""
+HEAD_STOP_BOUND_S = 20.0
+"""The bound the docs promise: from the head going away to the run's stop, :data:`HEAD_GONE_S` and one look late,
+with the stop itself (the nodes are not asked to sweep: nothing reaches them without the head)."""
 LOAD_TIMEOUT_S = 600.0
 """How long one image's load on a node may take, from the first piece sent to the engine's last word, before the
 node is left out (a load that hangs: an engine that stopped answering, a stream that stalls). About 20 times what a
@@ -115,6 +130,11 @@ class RayRunner:
         until it passes its checks again (the watcher checks it every :data:`WATCH_S`)."""
         self.bench_reasons: dict[str, str] = {}
         """Why each benched node was benched."""
+        self.head_gone_s = HEAD_GONE_S
+        """How long the head may not answer before the watcher stops the run (:data:`HEAD_GONE_S`)."""
+        self._head = head_address()
+        self._head_lost = threading.Event()
+        """Set while the head does not answer: nothing that needs it is asked (it would wait for minutes)."""
         self.load_timeout_s = LOAD_TIMEOUT_S
         """How long one image's load on a node may take (:data:`LOAD_TIMEOUT_S`)."""
         self.stranded_s = STRANDED_S
@@ -208,7 +228,25 @@ class RayRunner:
 
     def _watch(self, quit_watching: threading.Event, stop: StopRequest) -> None:
         gone_since: float | None = None
+        head_lost_since: float | None = None
         while not quit_watching.wait(WATCH_S):
+            fault = head_fault(self._head, HEAD_ANSWER_S)
+            if fault is not None:
+                self._head_lost.set()
+                if head_lost_since is None:
+                    head_lost_since = time.monotonic()
+                    _log.warning("cluster.head_lost", run=self.run_id, head=self._head, error=fault)
+                if time.monotonic() - head_lost_since >= self.head_gone_s:
+                    reason = (
+                        f"the Ray head at {self._head} has not answered for {self.head_gone_s:g} s ({fault}); "
+                        "resume the run once a head is back"
+                    )
+                    _log.error("cluster.head_gone", run=self.run_id, reason=reason)
+                    stop.stop(reason)
+                    return  # the run is ending: nothing can be placed without the head
+                continue
+            head_lost_since = None
+            self._head_lost.clear()
             live = self._admit_joined()
             if live is None:
                 continue
@@ -545,7 +583,8 @@ class RayRunner:
                 lost.append(self._lost(spec, node, exc))
             except (ray.exceptions.RayError, TimeoutError) as exc:
                 lost.append(self._lost(spec, node, exc))
-                ray.cancel(pending, force=True)
+                if not self._head_lost.is_set():  # a cancel needs the head, and would wait for it
+                    ray.cancel(pending, force=True)
         error = lost[-1].detail if lost else "the run stopped before it ran"
         output = SampleOutput(
             task_id=spec.task_id, epoch=spec.epoch, status="sandbox_error", error=f"no try came back: {error}"
@@ -561,7 +600,7 @@ class RayRunner:
     def _stranded_now(self) -> bool:
         """Whether no admitted node is alive while a watcher runs, which admits the next node that passes its checks
         or stops the run (:meth:`journaling`)."""
-        if not self._watched.is_set():
+        if not self._watched.is_set() or self._head_lost.is_set():
             return False  # nothing would admit a node or stop the run: the try is lost, as any other
         try:
             return bool(self._all_gone(sandbox_nodes()))
@@ -589,6 +628,10 @@ class RayRunner:
         """Stop waiting for tries and remove every sandbox resource of ``run_id`` on every node, or only those of
         the run's attempt ``attempt`` (``ispm.attempt``: a hands-off stop spares another attempt's)."""
         self._stopping.set()
+        if self._head_lost.is_set():
+            # Nothing reaches a node without the head: each node's next check sweeps its host's orphans.
+            _log.warning("cluster.sweep_skipped", run=run_id, head=self._head)
+            return
         self._each_node(lambda a: a.sweep.remote(run_id, attempt=attempt, orphans_only=False))
 
     def close(self) -> None:
@@ -597,11 +640,13 @@ class RayRunner:
 
         with self._lock:
             self._closed.set()  # a node that passes its check from now on is not admitted
-        self._each_node(lambda a: a.sweep.remote(self.run_id, orphans_only=True))
-        self._each_node(lambda a: a.close.remote())
-        for agent in self.agents.values():
-            ray.kill(agent)
+        if not self._head_lost.is_set():
+            self._each_node(lambda a: a.sweep.remote(self.run_id, orphans_only=True))
+            self._each_node(lambda a: a.close.remote())
+            for agent in [*self.agents.values(), *self.benched.values()]:
+                ray.kill(agent)
         self.agents.clear()
+        self.benched.clear()
         if self._owns_connection:
             ray.shutdown()
 
