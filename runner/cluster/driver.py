@@ -29,6 +29,7 @@ Ray is optional (the ``cluster`` extra): it is imported inside functions, once a
 from __future__ import annotations
 
 import contextlib
+import re
 import secrets
 import threading
 import time
@@ -90,6 +91,8 @@ left out."""
 NODE_ID_LABEL = "ray.io/node-id"
 """The label Ray gives every node, its node id: a sample asks for the admitted nodes by it."""
 _POLL_S = 0.5
+UNKNOWN_NODE = "unknown"
+"""A lost try's node when neither the try nor Ray said where it ran."""
 
 
 class RayRunner:
@@ -555,7 +558,7 @@ class RayRunner:
                 self._stopping.wait(WATCH_S)
                 continue
             pending = task.remote(self.attempt, spec, self.candidate is not None, recordings)
-            node = "unknown"
+            node = UNKNOWN_NODE
             try:
                 # However long it queues for a unit, then at most the sample limit and a grace.
                 node = str(self._next(pending, None))
@@ -592,8 +595,15 @@ class RayRunner:
         return RanSample(output=output, lost_tries=tuple(lost))
 
     def _lost(self, spec: SampleSpec, node: str, exc: BaseException) -> SampleAttempt:
-        """Say that a try of ``spec`` on ``node`` was lost, and why; the try to note with the sample."""
+        """Say that a try of ``spec`` on ``node`` was lost, and why; the try to note with the sample. A try lost
+        before it said where it ran (``unknown``) is put on the node Ray says it placed it on, when Ray says."""
         detail = first_line(exc)
+        if node == UNKNOWN_NODE:
+            placed = placed_on(exc)
+            if placed is not None:
+                node = placed
+            else:
+                detail += "; it was lost before it said where it ran, and Ray did not say where it placed it"
         _log.warning("cluster.attempt_lost", run=self.run_id, sample=spec.sample_id, node=node, error=detail)
         return SampleAttempt(node=node, outcome="lost", detail=detail)
 
@@ -666,6 +676,17 @@ class RayRunner:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_PLACED_ON = re.compile(r"node ID: ([0-9a-f]{56})\b")
+
+
+def placed_on(exc: BaseException) -> str | None:
+    """The node Ray says a lost task was placed on, from its error (Ray 2.60's ``NodeDiedError`` reads "Task failed
+    because the node it was running on is dead or unavailable. Node IP: …, node ID: …"); ``None`` when it does not
+    say."""
+    found = _PLACED_ON.search(str(exc))
+    return found.group(1) if found else None
 
 
 def stage_image(client: Any, tag: str, chunk_bytes: int = CHUNK_BYTES) -> list[Any]:

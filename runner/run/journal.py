@@ -66,7 +66,8 @@ class SampleAttempt(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     node: str
-    """The cluster node it ran on."""
+    """The cluster node it ran on (for a try lost before it said so, the node Ray placed it on); ``unknown`` when
+    neither said, and ``detail`` says so."""
     outcome: Literal["lost", "duplicate"]
     """``lost``: the node, its worker or its Docker engine failed before a result came back, and the sample ran again
     elsewhere;
