@@ -146,9 +146,11 @@ def _empty(engine: Any) -> None:
         client.close()
 
 
-def _pipe(tag: str, engine: Any) -> None:
-    """``docker save TAG | docker load`` into the spare engine: the baseline."""
-    save = subprocess.Popen(["docker", "save", tag], stdout=subprocess.PIPE)
+def _pipe(tag: str, engine: Any, host: str | None) -> None:
+    """``docker save TAG`` on the engine at ``host`` (the environment's default: None) ``| docker load`` into the
+    spare engine: the baseline."""
+    here = {k: v for k, v in os.environ.items() if k != "DOCKER_HOST"} | ({"DOCKER_HOST": host} if host else {})
+    save = subprocess.Popen(["docker", "save", tag], stdout=subprocess.PIPE, env=here)
     load = subprocess.run(
         ["docker", "load", "-q"],
         stdin=save.stdout,
@@ -171,7 +173,8 @@ def ship(rounds: int) -> None:
 
     from runner.sandbox.docker.spare import spare_engine
 
-    main = docker.from_env()
+    # Before the cluster's block, which points this process's DOCKER_HOST at the spare engine for the node it starts.
+    main, host = docker.from_env(), os.environ.get("DOCKER_HOST")
     tags = {agent: resolve_image(agent) for agent in SHIPPED}
     with (
         spare_engine() as engine,
@@ -193,7 +196,7 @@ def ship(rounds: int) -> None:
                 del chunks
                 _empty(engine)
                 started = time.perf_counter()
-                _pipe(tag, engine)
+                _pipe(tag, engine, host)
                 piped.append(time.perf_counter() - started)
             ray_s, pipe_s = statistics.median(through_ray), statistics.median(piped)
             mb = size / 1e6
