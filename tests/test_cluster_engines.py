@@ -13,6 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -294,3 +295,42 @@ def test_on_one_machine_an_engine_that_stops_ends_the_run_interrupted_charging_n
     assert resumed.record.scores is not None
     assert resumed.record.scores.dimensions["answer_correctness"].mean == 1.0
     assert containers_of(resumed.record.run_id) == []
+
+
+def test_a_benched_node_whose_engine_comes_back_is_checked_again_and_takes_samples_again(
+    cluster: Cluster, engine: Engine, node_on: str, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    spec = calibration_spec("replay", epochs=1, concurrency=2 * UNITS, tasks=MANY, backend="ray")
+    found: dict[str, RunResult] = {}
+    thread = threading.Thread(
+        target=lambda: found.setdefault("result", start_run(spec, run_dir, ray_address=cluster.address)), daemon=True
+    )
+    thread.start()
+    try:
+        caught = _caught_running(engine, thread)
+        engine.stop()
+        deadline = time.monotonic() + 60
+        while thread.is_alive() and time.monotonic() < deadline and not _events(run_dir, "cluster.node_benched"):
+            time.sleep(0.05)
+        engine.start()  # the operator restarts it: its images are still there
+    finally:
+        thread.join(timeout=300)
+    assert caught, "no sample was seen running on the second engine"
+    record = found["result"].record
+    assert record.status == "completed"
+    assert record.scores is not None and record.scores.dimensions["answer_correctness"].mean == 1.0
+    graded = _graded(run_dir)
+    assert sorted(graded) == sorted(set(graded)) == [(t, 1) for t in MANY]
+    assert sum(record.failures.values()) == 0
+    (back,) = _events(run_dir, "cluster.node_back")
+    assert back["node"] == node_on
+    # Checked again, it took samples again: some finished on it after it was back.
+    since = datetime.fromisoformat(back["timestamp"])
+    later = [
+        e
+        for e in read_entries(run_dir / JOURNAL_NAME)
+        if isinstance(e, SampleFinished) and e.node == node_on and datetime.fromisoformat(e.ts) > since
+    ]
+    assert later and {e.output.status for e in later} == {"ok"}
+    assert containers_of(record.run_id) == []

@@ -62,9 +62,14 @@ def _engine_here(node: str) -> str:
     Raises:
         NodeEngineFailed: the engine does not answer.
     """
+    global _backend
     fault = engine_fault()
     if fault is not None:
         raise NodeEngineFailed(f"node {node[:12]}: its Docker engine failed before the sample: {fault}")
+    if _backend is not None and engine_fault(_backend.client) is not None:
+        # The engine answers a new connection but not this process's old ones: it came back since they were made.
+        _backend.close()
+        _backend = None
     try:
         return engine_id(_docker().client)
     except SandboxError as exc:

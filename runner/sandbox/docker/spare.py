@@ -32,9 +32,29 @@ HOST_BRIDGE = Path("/sys/class/net/docker0")
 class Engine:
     """A running spare engine: its folder, socket and process."""
 
-    def __init__(self, folder: Path, process: subprocess.Popen[bytes]) -> None:
+    def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.process = process
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the engine on this folder (again, after :meth:`stop`: its images are still there) and wait until it
+        answers."""
+        folder = self.folder
+        command = [
+            "unshare", "--net", "--",
+            "dockerd",
+            "--config-file", str(folder / "config.json"),
+            "--data-root", str(folder / "data"),
+            "--exec-root", str(folder / "exec"),
+            "--pidfile", str(folder / "dockerd.pid"),
+            "-H", f"unix://{folder / 'docker.sock'}",
+            "--bridge=none", "--iptables=false", "--ip-masq=false",
+            "--storage-driver", "fuse-overlayfs",
+        ]  # fmt: skip
+        with (folder / "dockerd.log").open("ab") as log:
+            # unshare execs dockerd: the process is the engine itself.
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        _wait_until_it_answers(self)
 
     @property
     def socket(self) -> Path:
@@ -55,7 +75,7 @@ class Engine:
 
     def stop(self) -> None:
         """SIGTERM, as an operator's ``systemctl stop docker`` would, and wait for it to go."""
-        if self.process.poll() is None:
+        if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout=30)
@@ -72,27 +92,12 @@ def spare_engine() -> Iterator[Engine]:
     # Short: a Unix socket's path is limited to 108 bytes.
     folder = Path(tempfile.mkdtemp(prefix="ispm-engine-", dir="/tmp"))
     (folder / "config.json").write_text("{}\n")
-    log = (folder / "dockerd.log").open("wb")
-    command = [
-        "unshare", "--net", "--",
-        "dockerd",
-        "--config-file", str(folder / "config.json"),
-        "--data-root", str(folder / "data"),
-        "--exec-root", str(folder / "exec"),
-        "--pidfile", str(folder / "dockerd.pid"),
-        "-H", f"unix://{folder / 'docker.sock'}",
-        "--bridge=none", "--iptables=false", "--ip-masq=false",
-        "--storage-driver", "fuse-overlayfs",
-    ]  # fmt: skip
-    # unshare execs dockerd: the process is the engine itself.
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    engine = Engine(folder, process)
+    engine = Engine(folder)
     try:
-        _wait_until_it_answers(engine)
+        engine.start()
         yield engine
     finally:
         engine.stop()
-        log.close()
         _end_what_is_left(folder)
         if HOST_BRIDGE.exists() != bridge_before:
             raise RuntimeError("the spare engine changed the host's docker0")
@@ -101,7 +106,7 @@ def spare_engine() -> Iterator[Engine]:
 def _wait_until_it_answers(engine: Engine) -> None:
     deadline = time.monotonic() + STARTS_WITHIN_S
     while time.monotonic() < deadline:
-        if engine.process.poll() is not None:
+        if engine.process is None or engine.process.poll() is not None:
             raise RuntimeError(f"dockerd exited: {(engine.folder / 'dockerd.log').read_text()[-2000:]}")
         if engine.socket.exists():
             client = engine.client(timeout=5)
