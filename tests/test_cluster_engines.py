@@ -334,3 +334,22 @@ def test_a_benched_node_whose_engine_comes_back_is_checked_again_and_takes_sampl
     ]
     assert later and {e.output.status for e in later} == {"ok"}
     assert containers_of(record.run_id) == []
+
+
+def test_an_engine_whose_disk_fills_during_a_load_leaves_the_node_out(cluster: Cluster) -> None:
+    expected = _expectations()
+    (tag,) = expected.images
+    with second_engine(data_root_bytes=64 * 1024 * 1024) as small:  # the image takes about three times that
+        with environment({"DOCKER_HOST": small.host}):
+            node = cluster.cluster.add_node(
+                num_cpus=UNITS, resources={SANDBOX_RESOURCE: UNITS}, node_ip_address=LOOPBACK
+            )
+        try:
+            cluster.cluster.wait_for_nodes()
+            with RayRunner.connect(cluster.address, "disk-full", expected, candidate=None) as runner:
+                assert set(runner.agents) == {str(cluster.worker.node_id)}
+                (reason,) = runner.left_out[str(node.node_id)].reasons
+        finally:
+            cluster.cluster.remove_node(node)
+    assert reason.startswith(f"node {str(node.node_id)[:12]}: loading image {tag} failed: "), reason
+    assert "no space left on device" in reason, reason

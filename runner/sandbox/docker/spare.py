@@ -85,15 +85,21 @@ class Engine:
 
 
 @contextmanager
-def spare_engine() -> Iterator[Engine]:
+def spare_engine(data_root_bytes: int | None = None) -> Iterator[Engine]:
     """A fresh, empty engine for the block; stopped, its processes ended and its folder removed afterwards. The host's
-    ``docker0`` is as it was (checked)."""
+    ``docker0`` is as it was (checked). ``data_root_bytes``: its data root is a tmpfs of that size, a disk that
+    fills."""
     bridge_before = HOST_BRIDGE.exists()
     # Short: a Unix socket's path is limited to 108 bytes.
     folder = Path(tempfile.mkdtemp(prefix="ispm-engine-", dir="/tmp"))
     (folder / "config.json").write_text("{}\n")
     engine = Engine(folder)
     try:
+        if data_root_bytes is not None:
+            (folder / "data").mkdir()
+            subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", f"size={data_root_bytes}", "tmpfs", str(folder / "data")], check=True
+            )
         engine.start()
         yield engine
     finally:
