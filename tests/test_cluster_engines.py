@@ -282,7 +282,7 @@ def test_on_one_machine_an_engine_that_stops_ends_the_run_interrupted_charging_n
     result = found["result"]
     assert result.outcome == "interrupted"
     because = result.interrupted_because or ""
-    assert "the docker backend failed under sample" in because and "Docker engine does not answer" in because
+    assert "the docker backend failed under sample" in because and "cannot reach the Docker engine" in because
     # No sample was charged: what was journaled ended ok, and the one the engine took down was not journaled.
     finished = [e for e in read_entries(run_dir / JOURNAL_NAME) if isinstance(e, SampleFinished)]
     assert {e.output.status for e in finished} <= {"ok"} and len(finished) < len(tasks)

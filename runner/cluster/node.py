@@ -29,7 +29,7 @@ from runner.gateway.providers import PROVIDERS, Endpoint, parse_model
 from runner.gateway.server import Gateway
 from runner.run.digests import current_digests
 from runner.sandbox.backend import GATEWAY_SOCKET_NAME, SweepReport
-from runner.sandbox.docker import connect, sweep
+from runner.sandbox.docker import connect, engine_fault, sweep
 from runner.sandbox.transfer import engine_image_ids, load_chunks
 from runner.transcript.model import SampleKey
 from runner.transcript.storage import EncodedPart, TranscriptError
@@ -98,11 +98,13 @@ class NodeAgent:
         except IspmError as exc:
             world_error = str(exc)
         images: dict[str, str | None] = {}
-        engine_error: str | None = None
+        # A short answer first: a hung engine would hold every call below for the client's minute.
+        engine_error = engine_fault()
         try:
-            self.sweep(None, orphans_only=True)
-            with _engine() as client:
-                images = engine_image_ids(client, expected.images)
+            if engine_error is None:
+                self.sweep(None, orphans_only=True)
+                with _engine() as client:
+                    images = engine_image_ids(client, expected.images)
         except SandboxError as exc:
             engine_error = str(exc)
         probe_error, candidate_model = self._probed()

@@ -99,7 +99,7 @@ def engine_fault(client: Any | None = None, timeout_s: float = ENGINE_ANSWER_S) 
         try:
             client.ping()
         except ENGINE_ERRORS as exc:
-            return f"the Docker engine does not answer: {exc}"
+            return f"cannot reach the Docker engine: {exc}"
         return None
     try:
         fresh = docker.from_env(timeout=max(1, round(timeout_s)))
