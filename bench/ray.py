@@ -2,18 +2,22 @@
 
 The same gold replay samples run through ``DockerBackend`` threads and through ``RayRunner`` on a Ray cluster
 started here (a head with no sandbox unit and one or two worker nodes, all on the local Docker engine and on
-loopback only, as in the tests), the two measured in alternation, in rounds, so the machine's other load weighs on
-both alike. It prints:
+loopback only: ``runner.cluster.loopback``, as in the tests), the two measured in alternation, in rounds, so the
+machine's other load weighs on both alike. It prints:
 
 - per-sample latency as the driver sees it (submit to result, median) at concurrency 2 and 8, and the ratio of the
   cluster's to the local backend's (the target is at most 1.3x);
 - throughput (samples/s) at concurrency 8 with one worker node and with two.
 
+``bench/ray.py ship`` measures instead what it costs a new node to receive the agent images: through the object
+store, as the driver ships them, against a plain ``docker save | docker load`` pipe, both into an empty engine of
+their own (``runner.sandbox.docker.spare``). About 3 minutes here.
+
 Every node here shares one Docker engine and the same cores, so a second node adds sandbox units, not capacity:
 the figures measure what the cluster path costs, not how it scales across hosts. ``SAMPLES`` (default 16) is the
 samples per measurement. Takes about 4 minutes on a 2-core machine.
 
-Run: .venv/bin/python bench/ray.py
+Run: .venv/bin/python bench/ray.py  (or: .venv/bin/python bench/ray.py ship)
 """
 
 from __future__ import annotations
@@ -21,23 +25,25 @@ from __future__ import annotations
 import os
 import secrets
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from runner import __version__
-from runner.cluster.driver import RayRunner
+from runner.cluster.driver import RayRunner, stage_image
+from runner.cluster.loopback import loopback_cluster
 from runner.cluster.model import NodeExpectations
 from runner.contract import SampleOutput
 from runner.run.digests import current_digests
 from runner.run.recordings import write_recordings
 from runner.sandbox.backend import SampleSpec
 from runner.sandbox.docker import DockerBackend
+from runner.sandbox.transfer import CHUNK_BYTES
 from runner.sandbox.trial import resolve_image
 from runner.tasks.catalog import catalog
 from runner.tasks.view import agent_files
@@ -101,17 +107,6 @@ def measure(run: Sampler, specs: list[SampleSpec], concurrency: int, into: Figur
         into.throughputs.append(len(specs) / (time.perf_counter() - started))
 
 
-def start_cluster(workers: int, units: int) -> AbstractContextManager[tuple[Any, list[Any]]]:
-    """A head with no sandbox unit and ``workers`` nodes of ``units`` units each, on this machine's loopback: the
-    tests' cluster (tests/loopback_cluster.py), which must be imported before Ray is."""
-    tests = str(Path(__file__).resolve().parent.parent / "tests")
-    if tests not in sys.path:
-        sys.path.insert(0, tests)
-    from loopback_cluster import loopback_cluster
-
-    return loopback_cluster(workers, units)
-
-
 def compare(
     workers: int, expected: NodeExpectations, specs: list[SampleSpec], local: Sampler, concurrency: tuple[int, ...]
 ) -> dict[int, tuple[Figures, Figures]]:
@@ -119,7 +114,7 @@ def compare(
     alternation so that the machine's other load weighs on both alike."""
     top = max(concurrency)
     with (
-        start_cluster(workers, top // workers) as (cluster, _),
+        loopback_cluster(workers, top // workers) as (cluster, _),
         RayRunner.connect(cluster.address, "bench-ray", expected, candidate=None) as runner,
     ):
 
@@ -135,11 +130,101 @@ def compare(
         return figures
 
 
+SHIPPED = ("replay", "claude-code")
+"""The agent images whose shipping ``ship`` measures: a small one on the base image, and the largest."""
+
+
+def _empty(engine: Any) -> None:
+    """Remove every image from the spare engine (ours alone), so each load starts from nothing, as on a new node."""
+    client = engine.client()
+    try:
+        for image in client.images.list(all=True):
+            client.images.remove(image.id, force=True)
+    finally:
+        client.close()
+
+
+def _pipe(tag: str, engine: Any, host: str | None) -> None:
+    """``docker save TAG`` on the engine at ``host`` (the environment's default: None) ``| docker load`` into the
+    spare engine: the baseline."""
+    here = {k: v for k, v in os.environ.items() if k != "DOCKER_HOST"} | ({"DOCKER_HOST": host} if host else {})
+    save = subprocess.Popen(["docker", "save", tag], stdout=subprocess.PIPE, env=here)
+    load = subprocess.run(
+        ["docker", "load", "-q"],
+        stdin=save.stdout,
+        env={**os.environ, "DOCKER_HOST": engine.host},
+        capture_output=True,
+        check=True,
+    )
+    assert save.stdout is not None
+    save.stdout.close()
+    if save.wait() != 0 or b"Loaded image" not in load.stdout:
+        raise SystemExit(f"docker save | docker load of {tag} failed: {load.stderr.decode()}")
+
+
+def ship(rounds: int) -> None:
+    """Print, per agent image of :data:`SHIPPED`, the time to put it on an empty engine through the object store
+    (the driver's ``docker save`` in 8 MiB pieces, a node agent's ``docker load``) against a plain
+    ``docker save | docker load`` pipe on the same machine, the two in alternation, ``rounds`` times each."""
+    import docker
+    import ray
+
+    from runner.sandbox.docker.spare import spare_engine
+
+    # Before the cluster's block, which points this process's DOCKER_HOST at the spare engine for the node it starts.
+    main, host = docker.from_env(), os.environ.get("DOCKER_HOST")
+    tags = {agent: resolve_image(agent) for agent in SHIPPED}
+    with (
+        spare_engine() as engine,
+        loopback_cluster(1, 1, {"DOCKER_HOST": engine.host}) as (cluster, _),
+        RayRunner.connect(cluster.address, "bench-ship", _expected({}), candidate=None) as runner,
+    ):
+        (agent,) = runner.agents.values()
+        for name, tag in tags.items():
+            through_ray: list[float] = []
+            piped: list[float] = []
+            size = 0
+            for _ in range(rounds):
+                _empty(engine)
+                started = time.perf_counter()
+                chunks = stage_image(main, tag)
+                ray.get(agent.load_image.remote(chunks))
+                through_ray.append(time.perf_counter() - started)
+                size = (len(chunks) - 1) * CHUNK_BYTES + len(ray.get(chunks[-1]))
+                del chunks
+                _empty(engine)
+                started = time.perf_counter()
+                _pipe(tag, engine, host)
+                piped.append(time.perf_counter() - started)
+            ray_s, pipe_s = statistics.median(through_ray), statistics.median(piped)
+            mb = size / 1e6
+            print(
+                f"ship {name} ({mb:.0f} MB saved) to an empty engine: object store {ray_s:.1f} s ({mb / ray_s:.0f} "
+                f"MB/s), docker save | docker load {pipe_s:.1f} s ({mb / pipe_s:.0f} MB/s), ratio "
+                f"{ray_s / pipe_s:.2f}x; median of {rounds}, load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+            )
+    main.close()
+
+
+def _expected(images: dict[str, str]) -> NodeExpectations:
+    digests = current_digests()
+    return NodeExpectations(
+        runner_version=__version__,
+        world_logical=digests.world_logical,
+        task_set=digests.task_set,
+        ground_truth=digests.ground_truth,
+        images=images,
+    )
+
+
 def main() -> None:
     # Run as a script, this file's folder comes first on sys.path, and this file (ray.py) would shadow the ray
     # package: every ray import is inside a function, so dropping the folder here is early enough.
     folder = Path(__file__).resolve().parent
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != folder]
+    if sys.argv[1:] == ["ship"]:
+        ship(int(os.environ.get("ROUNDS", "2")))
+        return
     count = int(os.environ.get("SAMPLES", "16"))
     image = resolve_image("replay")  # built by `make images`
     import docker

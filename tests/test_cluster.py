@@ -218,9 +218,10 @@ def test_a_model_run_on_the_cluster_counts_tokens_as_on_one_machine(nodes: Nodes
         {"id": "c2", "type": "function", "function": {"name": "run_sql", "arguments": json.dumps({"sql": SQL})}},
         {"id": "c3", "type": "function", "function": {"name": "submit_answer", "arguments": json.dumps(ANSWER)}},
     ]
-    # Each worker probes the candidate with its own key twice: at preflight, and when the run checks its nodes.
+    # Each worker probes the candidate with its own key at preflight; when the run checks its nodes, the two share a
+    # key and endpoint, and one probe answers for both.
     probe = Reply(body=openai_completion("ok", model="cand-2026-11-01"))
-    nodes.provider.push(*[probe for _ in nodes.workers for _ in ("preflight", "admission")])
+    nodes.provider.push(*[probe for _ in nodes.workers], probe)
     for (prompt, completion, cached), call in zip(AGENT_STEPS, calls, strict=True):
         body = openai_completion(
             None, prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached, tool_calls=[call]
@@ -268,9 +269,10 @@ def test_a_model_run_on_the_cluster_counts_tokens_as_on_one_machine(nodes: Nodes
 
 def test_a_node_without_the_candidates_key_is_left_out_of_a_model_run(nodes: Nodes, tmp_path: Path) -> None:
     odd = _odd_node(nodes, {"OPENAI_API_KEY": None})
-    # The two workers with the key probe at preflight and again at admission; the odd one cannot, and is left out.
+    # The two workers with the key probe at preflight, and one of them for both at admission; the odd one cannot,
+    # and is left out.
     probe = Reply(body=openai_completion("ok", model="cand-2026-11-01"))
-    nodes.provider.push(*[probe for _ in nodes.workers for _ in ("preflight", "admission")])
+    nodes.provider.push(*[probe for _ in nodes.workers], probe)
     submit = {"id": "c1", "type": "function", "function": {"name": "submit_answer", "arguments": json.dumps(ANSWER)}}
     nodes.provider.push(Reply(body=openai_completion(None, tool_calls=[submit])))
     spec = _one_model_sample()
@@ -288,6 +290,17 @@ def test_a_node_without_the_candidates_key_is_left_out_of_a_model_run(nodes: Nod
     (reason,) = left.reasons
     where = f"node {left.node[:12]} ({os.uname().nodename})"
     assert reason.startswith(f"{where}: its model gateway cannot start: ") and "OPENAI_API_KEY" in reason
+
+
+def test_a_resume_probes_the_candidate_once_for_nodes_that_share_a_key(nodes: Nodes) -> None:
+    # A resume runs no preflight: its only probes are the nodes' checks, which nodes on one key and endpoint share.
+    seen = len(nodes.provider.seen)
+    nodes.provider.push(Reply(body=openai_completion("ok", model="cand-2026-11-01")))
+    expected = _expectations({}).model_copy(update={"candidate_model": "cand-2026-11-01"})
+    with RayRunner.connect(nodes.address, "probe-once", expected, candidate="openai/cand") as cluster:
+        admitted = set(cluster.agents)
+    assert admitted == nodes.worker_ids() and cluster.left_out == {}
+    assert len(nodes.provider.seen) - seen == 1
 
 
 def test_a_node_without_the_candidates_key_fails_preflight_naming_itself(nodes: Nodes, tmp_path: Path) -> None:

@@ -3,7 +3,9 @@ exception is reported in (a node's refusal, a lost try, an unreachable node)."""
 
 from __future__ import annotations
 
+import ast
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +38,31 @@ def test_a_wrapped_exception_is_told_by_its_own_first_line() -> None:
 
 def test_the_first_line_is_cut_at_its_limit() -> None:
     assert first_line(RuntimeError("x" * 500), 200) == "x" * 200
+
+
+def test_the_ray_bench_stands_on_its_own_without_the_tests() -> None:
+    # bench/ray.py starts its cluster with runner.cluster.loopback: a bench that imports tests/ breaks when they move.
+    root = Path(__file__).resolve().parent.parent
+    tree = ast.parse((root / "bench" / "ray.py").read_text(encoding="utf-8"))
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    ours = {p.stem for p in (root / "tests").iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    assert imported & ours == set()
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value == "tests"]
+
+
+def test_a_try_lost_before_it_said_where_it_ran_is_put_on_the_node_ray_placed_it_on() -> None:
+    from ray.exceptions import NodeDiedError, WorkerCrashedError
+
+    from runner.cluster.driver import placed_on
+
+    node = "5e" * 28
+    # Ray 2.60's words (src/ray/core_worker), as a task on a dead node fails with them.
+    died = NodeDiedError(
+        "Task failed because the node it was running on is dead or unavailable. Node IP: 127.0.0.1, node ID: "
+        f"{node}. This can happen if the node was preempted, had a hardware failure, or its raylet crashed "
+        f"unexpectedly. To see node death information, use `ray list nodes --filter node_id={node}`, check the Ray "
+        "dashboard cluster page, search the node ID in the GCS logs, or use `ray logs raylet.out -ip 127.0.0.1`."
+    )
+    assert placed_on(died) == node
+    assert placed_on(WorkerCrashedError()) is None  # says nothing of where: the record says so

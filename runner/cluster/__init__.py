@@ -10,6 +10,7 @@ the judges, the record and the report. The cluster runs samples, nothing else:
 - :mod:`.sample`: the Ray task that runs one sample with today's ``DockerBackend`` on the node it lands on.
 - :mod:`.driver`: :class:`~runner.cluster.driver.RayRunner`, the scheduler's way to run samples on the cluster,
   with a sample tried again when a try is lost with its node, and a stop of the run when every node it admitted is gone.
+- :mod:`.loopback`: a cluster on this machine's loopback, for the tests and ``bench/ray.py``.
 
 Each node advertises ``ispm_sandbox`` units (``ray start --resources '{"ispm_sandbox": 4}'``), one per sandbox it
 can hold; each sample task needs one. See the README, "More than one machine".

@@ -8,12 +8,21 @@ is asked for: :func:`require_ray` says what to install when it is missing.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
 
 from runner.cluster import NAMESPACE, SANDBOX_RESOURCE
 from runner.cluster.model import ClusterError
+
+DRIVER_OUTLIVES_HEAD_S = 600
+"""How long this process may go on once the head's GCS stops answering. Ray's own default ends the driver's process
+after 60 s (``gcs_rpc_server_reconnect_timeout_s``), a kill -9 in effect; the driver stops the run itself well
+before (``runner.cluster.driver.HEAD_GONE_S``), in its own words."""
+HEAD_ANSWER_S = 2.0
+"""How long the head's GCS port has to accept a connection before it counts as not answering."""
 
 RAY_MISSING = "the ray backend needs Ray: pip install 'ispm-enterprise-sql[cluster]'"
 """What a user is told when the ``ray`` backend is asked for without Ray installed."""
@@ -41,6 +50,8 @@ def connect(address: str | None) -> None:
     ray = require_ray()
     if not address:
         raise ClusterError("no Ray cluster: give --ray-address or set RAY_ADDRESS")
+    # Read when the driver's Ray core starts, at ray.init.
+    os.environ.setdefault("RAY_gcs_rpc_server_reconnect_timeout_s", str(DRIVER_OUTLIVES_HEAD_S))
     try:
         ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level=logging.WARNING)
     except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -79,3 +90,21 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
     cause = getattr(exc, "cause", None)
     text = str(cause if isinstance(cause, BaseException) else exc).strip()
     return text.splitlines()[0][:limit] if text else type(exc).__name__
+
+
+def head_address() -> str:
+    """The ``host:port`` of the head's GCS this process is connected to."""
+    ray = require_ray()
+    return str(ray.get_runtime_context().gcs_address)
+
+
+def head_fault(address: str, timeout_s: float = HEAD_ANSWER_S) -> str | None:
+    """Why the head's GCS at ``address`` (``host:port``) does not answer; ``None`` when it accepts a connection.
+
+    A plain TCP connection, not a Ray call: every Ray call that needs the GCS waits for it for minutes."""
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError) as exc:
+        return str(exc) or type(exc).__name__
+    return None

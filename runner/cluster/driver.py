@@ -29,6 +29,7 @@ Ray is optional (the ``cluster`` extra): it is imported inside functions, once a
 from __future__ import annotations
 
 import contextlib
+import re
 import secrets
 import threading
 import time
@@ -39,8 +40,16 @@ from typing import Any
 
 from runner import log
 from runner.cluster import NAMESPACE, SANDBOX_RESOURCE, agent_name
-from runner.cluster.connection import connect, first_line, require_ray, sandbox_nodes
-from runner.cluster.model import ClusterError, NodeCheck, NodeExpectations, NodeResult
+from runner.cluster.connection import (
+    HEAD_ANSWER_S,
+    connect,
+    first_line,
+    head_address,
+    head_fault,
+    require_ray,
+    sandbox_nodes,
+)
+from runner.cluster.model import ClusterError, NodeCheck, NodeEngineFailed, NodeExpectations, NodeResult
 from runner.cluster.node import NodeAgent
 from runner.cluster.sample import run_on_node
 from runner.contract import SampleOutput
@@ -65,12 +74,25 @@ STRANDED_S = 60.0
 once Ray has marked the last one dead (its own health checks take some seconds more); a node that joins meanwhile and
 passes its checks (a restarted node is a new node to Ray) resets it, however long the checks take. A minute lets a
 node's ``ray start`` come back; a longer outage costs a resume, never a graded sample."""
+HEAD_GONE_S = 10.0
+"""How long the Ray head's GCS may not answer before the run stops (``run_interrupted``, resumable). The watcher
+looks every :data:`WATCH_S` (a look waits :data:`~runner.cluster.connection.HEAD_ANSWER_S` at most), so a run stops
+within :data:`HEAD_STOP_BOUND_S` of its head going away."""
+HEAD_STOP_BOUND_S = 20.0
+"""The bound the docs promise: from the head going away to the run's stop, :data:`HEAD_GONE_S` and one look late,
+with the stop itself (the nodes are not asked to sweep: nothing reaches them without the head)."""
+LOAD_TIMEOUT_S = 600.0
+"""How long one image's load on a node may take, from the first piece sent to the engine's last word, before the
+node is left out (a load that hangs: an engine that stopped answering, a stream that stalls). About 20 times what a
+568 MB image takes here through the object store."""
 CHECK_TIMEOUT_S = 300.0
 """How long a node's check may take (a sweep, the world's digests, a probe of the candidate) before the node is
 left out."""
 NODE_ID_LABEL = "ray.io/node-id"
 """The label Ray gives every node, its node id: a sample asks for the admitted nodes by it."""
 _POLL_S = 0.5
+UNKNOWN_NODE = "unknown"
+"""A lost try's node when neither the try nor Ray said where it ran."""
 
 
 class RayRunner:
@@ -106,6 +128,18 @@ class RayRunner:
         """Each admitted node's last check, by node id."""
         self.left_out: dict[str, NodeLeftOut] = {}
         """Each node left out of the run, with why, by node id."""
+        self.benched: dict[str, Any] = {}
+        """Each admitted node whose Docker engine failed under a sample, its agent by node id: it takes no sample
+        until it passes its checks again (the watcher checks it every :data:`WATCH_S`)."""
+        self.bench_reasons: dict[str, str] = {}
+        """Why each benched node was benched."""
+        self.head_gone_s = HEAD_GONE_S
+        """How long the head may not answer before the watcher stops the run (:data:`HEAD_GONE_S`)."""
+        self._head = head_address()
+        self._head_lost = threading.Event()
+        """Set while the head does not answer: nothing that needs it is asked (it would wait for minutes)."""
+        self.load_timeout_s = LOAD_TIMEOUT_S
+        """How long one image's load on a node may take (:data:`LOAD_TIMEOUT_S`)."""
         self.stranded_s = STRANDED_S
         """How long the run may have no admitted node alive before the watcher stops it (:data:`STRANDED_S`)."""
         self._owns_connection = owns_connection
@@ -119,6 +153,8 @@ class RayRunner:
         self._agent = ray.remote(NodeAgent)
         self._sample = ray.remote(run_on_node)
         self._task: Any = None
+        self._probes: dict[str, tuple[str | None, str | None]] = {}
+        """The candidate's probe (why it failed, the model id) by digest of how nodes reach it, for this attempt."""
 
     @classmethod
     def connect(
@@ -195,10 +231,29 @@ class RayRunner:
 
     def _watch(self, quit_watching: threading.Event, stop: StopRequest) -> None:
         gone_since: float | None = None
+        head_lost_since: float | None = None
         while not quit_watching.wait(WATCH_S):
+            fault = head_fault(self._head, HEAD_ANSWER_S)
+            if fault is not None:
+                self._head_lost.set()
+                if head_lost_since is None:
+                    head_lost_since = time.monotonic()
+                    _log.warning("cluster.head_lost", run=self.run_id, head=self._head, error=fault)
+                if time.monotonic() - head_lost_since >= self.head_gone_s:
+                    reason = (
+                        f"the Ray head at {self._head} has not answered for {self.head_gone_s:g} s ({fault}); "
+                        "resume the run once a head is back"
+                    )
+                    _log.error("cluster.head_gone", run=self.run_id, reason=reason)
+                    stop.stop(reason)
+                    return  # the run is ending: nothing can be placed without the head
+                continue
+            head_lost_since = None
+            self._head_lost.clear()
             live = self._admit_joined()
             if live is None:
-                continue  # the cluster did not answer: the clock neither starts nor resets
+                continue
+            self._check_benched(live)  # the cluster did not answer: the clock neither starts nor resets
             gone = self._all_gone(live)
             if not gone:
                 gone_since = None
@@ -234,17 +289,57 @@ class RayRunner:
                     self._leave_out(node, None, [reason], joined=True)
         return live
 
+    def _check_benched(self, live: list[str]) -> None:
+        """Check again each benched node still alive; admit again those that pass (images shipped first)."""
+        with self._lock:
+            benched = {n: a for n, a in self.benched.items() if n in live}
+        for node, agent in benched.items():
+            checks: dict[str, NodeCheck] = {}
+            refused: dict[str, list[str]] = {}
+            try:
+                self._vet({node: agent}, checks, refused)
+            except Exception as exc:  # the run goes on without it; it is checked again at the next look
+                _log.warning("cluster.bench_check_failed", run=self.run_id, node=node, error=first_line(exc))
+                continue
+            if refused:
+                continue
+            with self._lock:
+                if self._closed.is_set() or self.benched.pop(node, None) is None:
+                    continue
+                self.bench_reasons.pop(node, None)
+                self.agents[node] = agent
+                self.checks[node] = checks[node]
+                self._select()
+            _log.info("cluster.node_back", run=self.run_id, node=node)
+
+    def _bench(self, node: str, reason: str) -> None:
+        """Take ``node`` out of the samples' selector: its engine failed (a try on it said so)."""
+        with self._lock:
+            agent = self.agents.pop(node, None)
+            if agent is None:
+                return  # benched already by another try, or never admitted
+            self.benched[node] = agent
+            self.bench_reasons[node] = reason
+            self._select()
+        _log.warning("cluster.node_benched", run=self.run_id, node=node, reason=reason)
+
     def _all_gone(self, live: list[str]) -> list[str]:
-        """Every admitted node, when none of them is among the ``live`` ones; empty while one is."""
+        """Every admitted or benched node, when no admitted one is among the ``live`` ones; empty while one is."""
         with self._lock:
             admitted = sorted(self.agents)
-        return [] if set(admitted) & set(live) else admitted
+            benched = sorted(self.benched)
+        return [] if set(admitted) & set(live) else sorted({*admitted, *benched})
 
     def _strand(self, stop: StopRequest, gone: list[str]) -> None:
         """Stop the run: no admitted node has been alive for :attr:`stranded_s`, so no sample can be placed."""
         with self._lock:
             hosts = {n: self.checks[n].host for n in gone if n in self.checks}
-        names = ", ".join(f"node {n[:12]} ({hosts[n]})" if n in hosts else f"node {n[:12]}" for n in gone)
+            benched = dict(self.bench_reasons)
+        names = ", ".join(
+            (f"node {n[:12]} ({hosts[n]})" if n in hosts else f"node {n[:12]}")
+            + (f", its Docker engine failed: {benched[n]}" if n in benched else "")
+            for n in gone
+        )
         reason = (
             f"every admitted node of the cluster is gone ({names}) and none came back within {self.stranded_s:g} s; "
             "resume the run once a node is back"
@@ -266,22 +361,10 @@ class RayRunner:
             ).remote(self.candidate, self.board)
             for node in nodes
         }
+        checks: dict[str, NodeCheck] = {}
+        refused: dict[str, list[str]] = {}
         try:
-            checks: dict[str, NodeCheck] = {}
-            refused: dict[str, list[str]] = {}
-            self._check(agents, checks, refused)
-            lacking = {n: c.missing(self.expected) for n, c in checks.items() if n not in refused}
-            lacking = {n: tags for n, tags in lacking.items() if tags}
-            if lacking:
-                self._ship(agents, lacking, refused)
-                again = {n: agents[n] for n in lacking if n not in refused}
-                self._check(again, checks, refused)
-                for node in again:
-                    still = [] if node in refused else checks[node].missing(self.expected)
-                    if still:
-                        refused[node] = [
-                            f"node {node[:12]}: image {t} is still missing after loading it" for t in still
-                        ]
+            self._vet(agents, checks, refused)
         except BaseException:
             for agent in agents.values():
                 _stop_agent(agent)
@@ -304,11 +387,68 @@ class RayRunner:
                 "cluster.nodes_admitted", run=self.run_id, joined=joined, nodes={n: checks[n].host for n in admitted}
             )
 
+    def _vet(self, agents: dict[str, Any], checks: dict[str, NodeCheck], refused: dict[str, list[str]]) -> None:
+        """Check ``agents``' nodes, ship each the images it lacks and check it again (every image by its id before
+        the node's first sample): each node's check into ``checks``, or why it is refused into ``refused``."""
+        self._check(agents, checks, refused)
+        lacking = {n: c.missing(self.expected) for n, c in checks.items() if n not in refused}
+        lacking = {n: tags for n, tags in lacking.items() if tags}
+        if not lacking:
+            return
+        self._ship(agents, lacking, refused)
+        again = {n: agents[n] for n in lacking if n not in refused}
+        self._check(again, checks, refused)
+        for node in again:
+            still = [] if node in refused else checks[node].missing(self.expected)
+            if still:
+                refused[node] = [f"node {node[:12]}: image {t} is still missing after loading it" for t in still]
+
     def _check(self, agents: dict[str, Any], checks: dict[str, NodeCheck], refused: dict[str, list[str]]) -> None:
-        """Check each of ``agents``' nodes: its check into ``checks``, or why it is refused into ``refused``."""
+        """Check each of ``agents``' nodes: its check into ``checks``, or why it is refused into ``refused``.
+
+        Nodes that reach the candidate the same way (endpoint and key, :meth:`NodeAgent.credentials`) share one
+        probe of it per run attempt: the first of them probes, the others are checked with its answer. So a resume,
+        a join or a check again costs the provider one probe per key, not one per node."""
+
+        reach = self._reach(agents)
+        leaders: dict[str, str] = {}
+        for node in agents:
+            digest = reach.get(node)
+            if digest is not None and digest not in self._probes:
+                leaders.setdefault(digest, node)
+        first = {n: agents[n] for n in leaders.values()}
+        self._check_with(first, checks, refused)
+        for digest, node in leaders.items():
+            if node in checks:
+                self._probes[digest] = (checks[node].probe_error, checks[node].candidate_model)
+        rest = {n: a for n, a in agents.items() if n not in first}
+        self._check_with(rest, checks, refused, {n: self._probes.get(reach.get(n) or "") for n in rest})
+
+    def _reach(self, agents: dict[str, Any]) -> dict[str, str | None]:
+        """Each node's digest of how it reaches the candidate; ``None`` when it has none or did not say."""
         import ray
 
-        pending = {node: agent.check.remote(self.expected) for node, agent in agents.items()}
+        if self.candidate is None:
+            return {}
+        pending = {node: agent.credentials.remote() for node, agent in agents.items()}
+        found: dict[str, str | None] = {}
+        for node, ref in pending.items():
+            try:
+                found[node] = ray.get(ref, timeout=CHECK_TIMEOUT_S)
+            except ray.exceptions.RayError:
+                found[node] = None  # its check says why
+        return found
+
+    def _check_with(
+        self,
+        agents: dict[str, Any],
+        checks: dict[str, NodeCheck],
+        refused: dict[str, list[str]],
+        probed: dict[str, tuple[str | None, str | None] | None] | None = None,
+    ) -> None:
+        import ray
+
+        pending = {node: agent.check.remote(self.expected, (probed or {}).get(node)) for node, agent in agents.items()}
         for node, ref in pending.items():
             try:
                 found: NodeCheck = ray.get(ref, timeout=CHECK_TIMEOUT_S)
@@ -337,9 +477,15 @@ class RayRunner:
                 # Saved once, loaded by every node that lacks it; the pieces leave the object store with the refs.
                 chunks = stage_image(client, tag)
                 loads = {n: agents[n].load_image.remote(chunks) for n in takers}
+                until = time.monotonic() + self.load_timeout_s
                 for node, ref in loads.items():
                     try:
-                        ray.get(ref)
+                        ray.get(ref, timeout=max(0.0, until - time.monotonic()))
+                    except ray.exceptions.GetTimeoutError:
+                        # The agent is stopped with the node's refusal, and its hung load with it.
+                        refused[node] = [
+                            f"node {node[:12]}: loading image {tag} took longer than {self.load_timeout_s:g} s"
+                        ]
                     except ray.exceptions.RayError as exc:
                         refused[node] = [f"node {node[:12]}: loading image {tag} failed: {first_line(exc)}"]
                 _log.info(
@@ -365,7 +511,11 @@ class RayRunner:
                 self._unjournaled.append(entry)
 
     def _select(self) -> None:
-        """Point sample tasks at the admitted nodes, by the node-id label Ray gives every node (under the lock)."""
+        """Point sample tasks at the admitted nodes, by the node-id label Ray gives every node (under the lock);
+        none while no node is admitted (every one benched)."""
+        if not self.agents:
+            self._task = None
+            return
         self._task = self._sample.options(
             num_cpus=0,
             resources={SANDBOX_RESOURCE: 1},
@@ -384,6 +534,10 @@ class RayRunner:
         sample none of its tries, and the sample asks again every :data:`WATCH_S` until a node is admitted
         or the watcher stops the run (:data:`STRANDED_S`).
 
+        A try lost because its node's Docker engine failed (:class:`~runner.cluster.model.NodeEngineFailed`) benches
+        the node and costs the sample none of its ``max_tries`` (it was the node's fault, never the sample's); at most
+        ``3 * max_tries`` tries are made in all, so an engine that keeps failing cannot hold a sample for ever.
+
         Never raises for the sample's own failure; when every try is lost the sample is a ``sandbox_error``.
         """
         import ray
@@ -391,9 +545,20 @@ class RayRunner:
         recordings = _recordings(spec) if spec.replay_dir is not None else None
         spec = spec.model_copy(update={"board": self.board})
         lost: list[SampleAttempt] = []
-        while len(lost) < self.max_tries and not self._stopping.is_set():
-            pending = self._task.remote(self.attempt, spec, self.candidate is not None, recordings)
-            node = "unknown"
+        engine_faults = 0
+        while (
+            len(lost) - engine_faults < self.max_tries
+            and len(lost) < 3 * self.max_tries
+            and not self._stopping.is_set()
+        ):
+            task = self._task
+            if task is None:  # every admitted node is benched: wait for one to pass its checks again
+                if not self._watched.is_set():
+                    break
+                self._stopping.wait(WATCH_S)
+                continue
+            pending = task.remote(self.attempt, spec, self.candidate is not None, recordings)
+            node = UNKNOWN_NODE
             try:
                 # However long it queues for a unit, then at most the sample limit and a grace.
                 node = str(self._next(pending, None))
@@ -403,9 +568,15 @@ class RayRunner:
                     output=result.output,
                     usage=result.usage,
                     node=result.node,
+                    engine=result.engine,
                     lost_tries=tuple(lost),
                     transcript=result.transcript,
                 )
+            except ray.exceptions.RayTaskError as exc:
+                lost.append(self._lost(spec, node, exc))
+                if isinstance(exc.cause, NodeEngineFailed):
+                    engine_faults += 1
+                    self._bench(node, lost[-1].detail)
             except ray.exceptions.TaskUnschedulableError as exc:
                 # Ray fails at once a task whose selector names only dead nodes: burning the sample's tries on it
                 # would journal a sandbox_error for a sample that never ran.
@@ -415,7 +586,8 @@ class RayRunner:
                 lost.append(self._lost(spec, node, exc))
             except (ray.exceptions.RayError, TimeoutError) as exc:
                 lost.append(self._lost(spec, node, exc))
-                ray.cancel(pending, force=True)
+                if not self._head_lost.is_set():  # a cancel needs the head, and would wait for it
+                    ray.cancel(pending, force=True)
         error = lost[-1].detail if lost else "the run stopped before it ran"
         output = SampleOutput(
             task_id=spec.task_id, epoch=spec.epoch, status="sandbox_error", error=f"no try came back: {error}"
@@ -423,15 +595,22 @@ class RayRunner:
         return RanSample(output=output, lost_tries=tuple(lost))
 
     def _lost(self, spec: SampleSpec, node: str, exc: BaseException) -> SampleAttempt:
-        """Say that a try of ``spec`` on ``node`` was lost, and why; the try to note with the sample."""
+        """Say that a try of ``spec`` on ``node`` was lost, and why; the try to note with the sample. A try lost
+        before it said where it ran (``unknown``) is put on the node Ray says it placed it on, when Ray says."""
         detail = first_line(exc)
+        if node == UNKNOWN_NODE:
+            placed = placed_on(exc)
+            if placed is not None:
+                node = placed
+            else:
+                detail += "; it was lost before it said where it ran, and Ray did not say where it placed it"
         _log.warning("cluster.attempt_lost", run=self.run_id, sample=spec.sample_id, node=node, error=detail)
         return SampleAttempt(node=node, outcome="lost", detail=detail)
 
     def _stranded_now(self) -> bool:
         """Whether no admitted node is alive while a watcher runs, which admits the next node that passes its checks
         or stops the run (:meth:`journaling`)."""
-        if not self._watched.is_set():
+        if not self._watched.is_set() or self._head_lost.is_set():
             return False  # nothing would admit a node or stop the run: the try is lost, as any other
         try:
             return bool(self._all_gone(sandbox_nodes()))
@@ -459,6 +638,10 @@ class RayRunner:
         """Stop waiting for tries and remove every sandbox resource of ``run_id`` on every node, or only those of
         the run's attempt ``attempt`` (``ispm.attempt``: a hands-off stop spares another attempt's)."""
         self._stopping.set()
+        if self._head_lost.is_set():
+            # Nothing reaches a node without the head: each node's next check sweeps its host's orphans.
+            _log.warning("cluster.sweep_skipped", run=run_id, head=self._head)
+            return
         self._each_node(lambda a: a.sweep.remote(run_id, attempt=attempt, orphans_only=False))
 
     def close(self) -> None:
@@ -467,11 +650,13 @@ class RayRunner:
 
         with self._lock:
             self._closed.set()  # a node that passes its check from now on is not admitted
-        self._each_node(lambda a: a.sweep.remote(self.run_id, orphans_only=True))
-        self._each_node(lambda a: a.close.remote())
-        for agent in self.agents.values():
-            ray.kill(agent)
+        if not self._head_lost.is_set():
+            self._each_node(lambda a: a.sweep.remote(self.run_id, orphans_only=True))
+            self._each_node(lambda a: a.close.remote())
+            for agent in [*self.agents.values(), *self.benched.values()]:
+                ray.kill(agent)
         self.agents.clear()
+        self.benched.clear()
         if self._owns_connection:
             ray.shutdown()
 
@@ -491,6 +676,17 @@ class RayRunner:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_PLACED_ON = re.compile(r"node ID: ([0-9a-f]{56})\b")
+
+
+def placed_on(exc: BaseException) -> str | None:
+    """The node Ray says a lost task was placed on, from its error (Ray 2.60's ``NodeDiedError`` reads "Task failed
+    because the node it was running on is dead or unavailable. Node IP: …, node ID: …"); ``None`` when it does not
+    say."""
+    found = _PLACED_ON.search(str(exc))
+    return found.group(1) if found else None
 
 
 def stage_image(client: Any, tag: str, chunk_bytes: int = CHUNK_BYTES) -> list[Any]:

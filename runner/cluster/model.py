@@ -32,6 +32,12 @@ class NodeRefused(IspmError):
     guard."""
 
 
+class NodeEngineFailed(IspmError):
+    """A node's Docker engine failed around a sample: it did not answer before the sample, or stopped answering while
+    the sample ran. The fault is the node's, never the agent's: the driver counts the try lost, runs the sample on
+    another node and benches this one until it passes its checks again."""
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
@@ -134,6 +140,8 @@ class NodeResult(_Model):
     """The agent's usage as the node's gateway counted it; ``None`` when the sample had no gateway."""
     node: str
     """The Ray node id the sample ran on."""
+    engine: str | None = None
+    """The node's Docker engine that ran it, ``<host>:<data root> (<engine ID>)`` (``docker info``)."""
     transcript: EncodedPart | None = None
     """The agent's model calls as the node's gateway captured them, encoded there (docs/trace.md); ``None`` without
     a gateway, or when the node could not encode it."""

@@ -9,6 +9,7 @@ orphaned sandboxes. Sample tasks on the node find it by name
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import socket
 import tempfile
@@ -24,10 +25,11 @@ from runner.cluster.probe import probe_here
 from runner.errors import GatewayError, IspmError, SandboxError
 from runner.gateway.model import SampleUsage
 from runner.gateway.preflight import PreflightError
+from runner.gateway.providers import PROVIDERS, Endpoint, parse_model
 from runner.gateway.server import Gateway
 from runner.run.digests import current_digests
 from runner.sandbox.backend import GATEWAY_SOCKET_NAME, SweepReport
-from runner.sandbox.docker import connect, sweep
+from runner.sandbox.docker import connect, engine_fault, sweep
 from runner.sandbox.transfer import engine_image_ids, load_chunks
 from runner.transcript.model import SampleKey
 from runner.transcript.storage import EncodedPart, TranscriptError
@@ -74,9 +76,19 @@ class NodeAgent:
 
     # -- checks and images ---------------------------------------------------------------------------------
 
-    def check(self, expected: NodeExpectations) -> NodeCheck:
+    def credentials(self) -> str | None:
+        """A digest of how this node reaches the candidate (endpoint and key): nodes with the same one reach it the
+        same way, so one probe answers for all of them. ``None`` without a candidate or a gateway."""
+        if self.candidate is None or self.gateway is None:
+            return None
+        return reach_digest(self.candidate)
+
+    def check(self, expected: NodeExpectations, probed: tuple[str | None, str | None] | None = None) -> NodeCheck:
         """What this node has, against ``expected``; sweeps this host's orphans first, and probes the candidate with
-        this node's key (once per agent). Accepts the node when nothing differs and nothing is missing."""
+        this node's key (once per agent), unless ``probed`` is the answer (why it failed, the model id) of a node
+        whose :meth:`credentials` are the same. Accepts the node when nothing differs and nothing is missing."""
+        if probed is not None and self._probe is None and self.gateway is not None:
+            self._probe = probed
         world_logical: str | None = None
         world_error: str | None = None
         task_set = ground_truth = None
@@ -86,11 +98,13 @@ class NodeAgent:
         except IspmError as exc:
             world_error = str(exc)
         images: dict[str, str | None] = {}
-        engine_error: str | None = None
+        # A short answer first: a hung engine would hold every call below for the client's minute.
+        engine_error = engine_fault()
         try:
-            self.sweep(None, orphans_only=True)
-            with _engine() as client:
-                images = engine_image_ids(client, expected.images)
+            if engine_error is None:
+                self.sweep(None, orphans_only=True)
+                with _engine() as client:
+                    images = engine_image_ids(client, expected.images)
         except SandboxError as exc:
             engine_error = str(exc)
         probe_error, candidate_model = self._probed()
@@ -207,6 +221,17 @@ class NodeAgent:
         """Stop the gateway's listeners and provider connections."""
         if self.gateway is not None:
             self.gateway.close()
+
+
+def reach_digest(candidate: str) -> str | None:
+    """sha256 of the candidate, the base URL and the key this host's environment gives it; ``None`` when the
+    environment does not resolve it. The key never leaves the node; its digest stays in the driver's memory."""
+    try:
+        provider, _ = parse_model(candidate)
+        endpoint = Endpoint(PROVIDERS[provider])
+    except (IspmError, KeyError):
+        return None
+    return hashlib.sha256("\0".join((candidate, endpoint.base_url, endpoint.key)).encode()).hexdigest()
 
 
 @contextmanager

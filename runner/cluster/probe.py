@@ -3,8 +3,8 @@
 On the ``ray`` backend the candidate's key lives on the nodes, whose gateways spend it; the driver may not hold it
 at all. So the candidate is probed where it will be used, on every node, and the nodes that reach it must agree on
 the model id the provider returns. A node whose probe fails does not stop the run: the run leaves it out when it
-checks its nodes (each node probes again there, as does one that joins mid-run). The judges run on the driver and
-are probed there as always.
+checks its nodes (probed again there, once per key and endpoint the nodes reach it with, as for one that joins
+mid-run). The judges run on the driver and are probed there as always.
 """
 
 from __future__ import annotations

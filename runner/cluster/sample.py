@@ -15,10 +15,12 @@ from typing import Any
 from pydantic import SecretStr
 
 from runner.cluster import NAMESPACE, agent_name
-from runner.cluster.model import NodeRefused, NodeResult
+from runner.cluster.model import NodeEngineFailed, NodeRefused, NodeResult
+from runner.contract import SampleOutput
+from runner.errors import SandboxError
 from runner.paths import world_dir
 from runner.sandbox.backend import SampleSpec
-from runner.sandbox.docker import DockerBackend
+from runner.sandbox.docker import DockerBackend, engine_fault, engine_id
 from runner.world import DOCS_DIR, SNAPSHOT_NAME
 
 _backend: DockerBackend | None = None
@@ -54,6 +56,43 @@ def _accepted_agent(run_id: str, attempt: str, node: str) -> Any:
     return agent
 
 
+def _engine_here(node: str) -> str:
+    """This node's engine id, once it answers a health check.
+
+    Raises:
+        NodeEngineFailed: the engine does not answer.
+    """
+    global _backend
+    fault = engine_fault()
+    if fault is not None:
+        raise NodeEngineFailed(f"node {node[:12]}: its Docker engine failed before the sample: {fault}")
+    if _backend is not None and engine_fault(_backend.client) is not None:
+        # The engine answers a new connection but not this process's old ones: it came back since they were made.
+        _backend.close()
+        _backend = None
+    try:
+        return engine_id(_docker().client)
+    except SandboxError as exc:
+        raise NodeEngineFailed(f"node {node[:12]}: its Docker engine failed before the sample: {exc}") from exc
+
+
+def _judged(node: str, output: SampleOutput) -> SampleOutput:
+    """``output``, unless the sample failed and this node's engine no longer answers: then the failure is the
+    node's (an engine stopped under the sample kills its container and refuses every later call), never the agent's.
+
+    Raises:
+        NodeEngineFailed: the sample did not end ``ok`` and the engine does not answer.
+    """
+    if output.status == "ok":
+        return output
+    fault = engine_fault()
+    if fault is not None:
+        raise NodeEngineFailed(
+            f"node {node[:12]}: its Docker engine failed during the sample ({output.status}: {output.error}): {fault}"
+        )
+    return output
+
+
 def write_replay(folder: Path, recordings: dict[str, str]) -> Path:
     """Write the shipped gold recordings (file name → text) into ``folder``, readable by the agent's uid."""
     folder.chmod(0o755)
@@ -75,6 +114,8 @@ def run_on_node(
     Raises:
         NodeRefused: this node has no accepted agent for the run's attempt ``attempt`` (the driver sends samples
             only to admitted nodes: this guards against a node it has not checked).
+        NodeEngineFailed: the node's Docker engine did not answer before the sample, or stopped answering during a
+            sample that failed.
         GatewayError: the node's gateway could not link the sample.
     """
     import ray
@@ -82,6 +123,7 @@ def run_on_node(
     node = str(ray.get_runtime_context().get_node_id())
     yield node
     agent = _accepted_agent(spec.run_id, attempt, node)
+    engine = _engine_here(node)
     here = spec.model_copy(
         update={"world_file": world_dir() / SNAPSHOT_NAME, "docs_dir": world_dir() / DOCS_DIR, "node": node}
     )
@@ -90,7 +132,7 @@ def run_on_node(
         if scratch is not None and recordings is not None:
             here = here.model_copy(update={"replay_dir": write_replay(scratch, recordings)})
         if not with_gateway:
-            yield NodeResult(output=_docker().run_sample(here), usage=None, node=node)
+            yield NodeResult(output=_judged(node, _docker().run_sample(here)), usage=None, node=node, engine=engine)
             return
         link = ray.get(agent.open_link.remote(spec.sample_id))
         try:
@@ -101,12 +143,12 @@ def run_on_node(
                     "gateway_model": link.model,
                 }
             )
-            output = _docker().run_sample(linked)
+            output = _judged(node, _docker().run_sample(linked))
         finally:
             # Read after the link closed: revoking the token waits for the sample's requests in flight.
             usage = ray.get(agent.close_link.remote(spec.sample_id))
         transcript = ray.get(agent.take_transcript.remote(spec.sample_id, spec.run_id, spec.task_id, spec.epoch))
-        yield NodeResult(output=output, usage=usage, node=node, transcript=transcript)
+        yield NodeResult(output=output, usage=usage, node=node, engine=engine, transcript=transcript)
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -205,6 +205,7 @@ def _sample(finished: SampleFinished | None, graded: SampleGraded, duplicates: l
         judges=judges,
         votes=graded.votes,
         node=finished.node,
+        engine=finished.engine,
         attempts=[*finished.attempts, *duplicates],
     )
 

@@ -217,6 +217,10 @@ class SampleRecord(_Model):
     """Every judge's vote on every dimension, with its rationale and cost."""
     node: str | None = None
     """The cluster node the sample ran on (the ``ray`` backend); ``None`` on one machine."""
+    engine: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The Docker engine that ran it on its node, as ``docker info`` names it: ``<host>:<data root> (<engine ID>)``;
+    ``None`` on one machine,
+    and left out of the record then, so records rebuilt from earlier journals keep their bytes."""
     attempts: list[SampleAttempt] = Field(default_factory=list)
     """Attempts that are not the one graded: lost with their node, or late duplicates (never a second vote)."""
 

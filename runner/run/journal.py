@@ -66,9 +66,11 @@ class SampleAttempt(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     node: str
-    """The cluster node it ran on."""
+    """The cluster node it ran on (for a try lost before it said so, the node Ray placed it on); ``unknown`` when
+    neither said, and ``detail`` says so."""
     outcome: Literal["lost", "duplicate"]
-    """``lost``: the node or its worker died before a result came back, and the sample ran again elsewhere;
+    """``lost``: the node, its worker or its Docker engine failed before a result came back, and the sample ran again
+    elsewhere;
     ``duplicate``: a second result for a sample already kept, recorded and never graded."""
     detail: str
     """Why, in the words of the cluster."""
@@ -98,6 +100,10 @@ class SampleFinished(_Entry):
     """The agent's requests and tokens as the gateway counted them; ``None`` when the run had no gateway."""
     node: str | None = None
     """The cluster node the sample ran on (the ``ray`` backend); ``None`` on one machine."""
+    engine: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The Docker engine that ran it on its node, as ``docker info`` names it: ``<host>:<data root> (<engine ID>)``;
+    ``None`` on one machine,
+    and left out of the entry then, so one machine's journals read as before."""
     attempts: list[SampleAttempt] = Field(default_factory=list)
     """Earlier attempts lost with their node; empty when the first attempt is the one kept."""
     transcript: TranscriptRef | None = None

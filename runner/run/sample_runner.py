@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from runner.contract import SampleOutput
 from runner.gateway.model import SampleUsage
 from runner.run.journal import SampleAttempt
-from runner.sandbox.backend import Backend, SampleSpec, run_linked
+from runner.sandbox.backend import Backend, BackendFailed, SampleSpec, run_linked
 from runner.transcript.storage import EncodedPart, TranscriptBuilder
 
 if TYPE_CHECKING:
@@ -36,6 +36,9 @@ class RanSample(BaseModel):
     """The agent's usage as the gateway counted it; ``None`` without a gateway."""
     node: str | None = None
     """The cluster node the kept try ran on; ``None`` on one machine."""
+    engine: str | None = None
+    """The Docker engine the kept try ran on, on its node (``<host>:<data root> (<engine ID>)``); ``None`` on one
+    machine."""
     lost_tries: tuple[SampleAttempt, ...] = ()
     """Tries lost before the kept one (the journal's and record's ``attempts``)."""
     transcript: TranscriptBuilder | EncodedPart | None = None
@@ -69,8 +72,20 @@ class HostRunner:
 
     def run_sample(self, spec: SampleSpec) -> RanSample:
         """Run ``spec`` through the backend, linked to the gateway when there is one; never raises for the
-        sample's own failure."""
+        sample's own failure.
+
+        Raises:
+            BackendFailed: the sample did not end ``ok`` and the backend's engine no longer answers: the fault is
+                the host's, and the scheduler stops the run without journaling the sample.
+        """
         output = run_linked(self.backend, spec.model_copy(update={"board": self.board}), self.gateway)
+        if output.status != "ok":
+            fault = self.backend.fault()
+            if fault is not None:
+                raise BackendFailed(
+                    f"the {self.backend.name} backend failed under sample {spec.sample_id} ({output.status}: "
+                    f"{output.error}): {fault}; resume the run once it is back"
+                )
         # Read after the link closed: revoking the token waits for the sample's requests in flight.
         if self.gateway is None:
             return RanSample(output=output)

@@ -21,6 +21,10 @@ is gone) ends the run the same way as Ctrl-C, from any thread, and journals ``ru
 starts nothing more and journals nothing more, and it sweeps only its own *attempt*'s sandboxes, so its agents end
 at once while the new owner's, which carry the same run id, run on.
 
+**The backend fails** (``BackendFailed``: one machine's Docker engine stopped answering under a sample that did
+not end ``ok``): the fault is the host's, so the sample is not journaled, and the run stops as for a stop from
+outside, ``interrupted`` with the reason; ``ispm run --resume`` runs that sample again.
+
 **Attempts.** Each :func:`execute` is one attempt at the run: a random id (:attr:`RunPlan.attempt`), labelled on
 every sandbox resource its samples make (``ispm.attempt``, :attr:`~runner.sandbox.backend.SampleSpec.attempt`), on
 this host or on a cluster node. A sweep by run id removes every attempt's resources; a hands-off stop sweeps by its
@@ -65,7 +69,7 @@ from runner.run.journal import (
 from runner.run.progress import Progress, make_progress
 from runner.run.sample_runner import RanSample, SampleRunner
 from runner.run.spec import RunSpec
-from runner.sandbox.backend import SampleSpec
+from runner.sandbox.backend import BackendFailed, SampleSpec
 from runner.tasks.model import Task
 from runner.tasks.truth import TaskTruth
 from runner.tasks.view import agent_files
@@ -198,6 +202,8 @@ class _Worker:
         self.progress = progress
         self.stop = threading.Event()
         self.deadline_hit = threading.Event()
+        self.backend_failed: str | None = None
+        """Why the backend failed under a sample, if it did: the run stops ``interrupted`` with this reason."""
         self.breakers = Breakers(plan.spec.breaker_after, plan.spec.candidate, plan.spec.run_cost_limit_usd)
         self.breakers.spent_usd = plan.spent_usd
         self._local = threading.local()
@@ -242,7 +248,16 @@ class _Worker:
                 return None
             self.progress.started(pair)
             limit = min(self.plan.spec.sample_limit_s, remaining)
-            ran = self._run(task_id, epoch, limit)
+            try:
+                ran = self._run(task_id, epoch, limit)
+            except BackendFailed as exc:
+                # The host's engine failed, not the agent: stop the run and journal nothing of this sample.
+                _log.error("run.backend_failed", run=self.plan.run_id, sample=f"{task_id}.e{epoch}", error=str(exc))
+                self.backend_failed = self.backend_failed or str(exc)
+                self.stop.set()
+                if self.request is not None:
+                    self.request.stop(str(exc))
+                return None
             output, usage = stopped_by_limit(ran.output, ran.usage, self.plan.spec.sample_token_limit), ran.usage
             if usage is not None and usage.stopped_by == "cost_limit":
                 # The gateway refused the agent past the run's cost limit: the sample is not journaled, so a resume
@@ -257,7 +272,12 @@ class _Worker:
             transcript = self._keep(ran.transcript, task_id, epoch)  # on disk before the entry that names it
             self.plan.journal.append(
                 SampleFinished(
-                    output=output, usage=usage, node=ran.node, attempts=list(ran.lost_tries), transcript=transcript
+                    output=output,
+                    usage=usage,
+                    node=ran.node,
+                    engine=ran.engine,
+                    attempts=list(ran.lost_tries),
+                    transcript=transcript,
                 )
             )
             _log.info(
@@ -375,9 +395,9 @@ def execute(
                 outcome = "stopped"
                 _stop(worker, pool, plan)
                 break
-            if stop is not None and stop.is_set():
+            if (stop is not None and stop.is_set()) or worker.backend_failed is not None:
                 outcome = "interrupted"
-                _stop(worker, pool, plan, own_only=stop.hands_off)
+                _stop(worker, pool, plan, own_only=stop is not None and stop.hands_off)
                 break
             if clock() >= deadline:
                 worker.deadline_hit.set()
@@ -392,7 +412,7 @@ def execute(
     _log.info("run.stopped", run=plan.run_id, outcome=outcome, used_s=round(used, 3))
     if outcome == "interrupted":
         if not worker.hands_off():
-            reason = stop.reason if stop is not None else None
+            reason = stop.reason if stop is not None and stop.reason is not None else worker.backend_failed
             plan.journal.append(RunInterrupted(used_s=round(used, 3), reason=reason))
         return outcome, used
     trip = worker.breakers.tripped

@@ -355,12 +355,22 @@ class SampleHandle:
 H = TypeVar("H", bound=SampleHandle)
 
 
+class BackendFailed(SandboxError):
+    """The backend itself failed under a sample (its Docker engine stopped answering): the sample's outcome is the
+    host's fault, not the agent's, so the run stops (``interrupted``, resumable) and the sample is not journaled."""
+
+
 class Backend(ABC, Generic[H]):
     """One way of running samples. Subclasses implement the four phases; callers use :meth:`run_sample`."""
 
     name: ClassVar[str]
     isolates: ClassVar[bool]
     """False for a backend that must never serve an official run."""
+
+    def fault(self) -> str | None:
+        """Why this backend cannot run samples now, through no fault of a sample's (its engine stopped); ``None``
+        when it can. Asked after a sample that did not end ``ok``: the answer decides whose fault that was."""
+        return None
 
     @abstractmethod
     def create(self, spec: SampleSpec) -> H:

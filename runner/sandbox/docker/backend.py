@@ -85,6 +85,10 @@ class DockerBackend(Backend[DockerSample]):
         """Close the engine connection."""
         self.client.close()
 
+    def fault(self) -> str | None:
+        """Why the engine cannot run samples now (it does not answer); ``None`` when it answers."""
+        return engine.engine_fault(self.client)
+
     def sweep(
         self,
         run_id: str | None = None,

@@ -88,6 +88,42 @@ def connect() -> Any:
     return client
 
 
+ENGINE_ANSWER_S = 10.0
+"""How long an engine has to answer a health check (a ping) before it counts as failed."""
+
+
+def engine_fault(client: Any | None = None, timeout_s: float = ENGINE_ANSWER_S) -> str | None:
+    """Why the engine is not fit to run a sample (it does not answer a ping); ``None`` when it answers. ``client``'s
+    engine, else the one the environment names, through a fresh connection that waits ``timeout_s`` at most."""
+    if client is not None:
+        try:
+            client.ping()
+        except ENGINE_ERRORS as exc:
+            return f"cannot reach the Docker engine: {exc}"
+        return None
+    try:
+        fresh = docker.from_env(timeout=max(1, round(timeout_s)))
+    except ENGINE_ERRORS as exc:
+        return f"cannot reach the Docker engine: {exc}"
+    try:
+        return engine_fault(fresh)
+    finally:
+        fresh.close()
+
+
+def engine_id(client: Any) -> str:
+    """Which engine this is, as ``docker info`` says: ``<host name>:<data root> (<engine ID>)``. The ID alone does
+    not tell engines apart (Docker 20.10 derives it from ``/etc/docker/key.json``, which every engine of a host
+    shares); two engines of one host never share a data root.
+
+    Raises:
+        SandboxError: the engine did not answer.
+    """
+    with engine_errors("cannot ask the Docker engine who it is"):
+        info = client.info()
+    return f"{info.get('Name')}:{info.get('DockerRootDir')} ({info.get('ID')})"
+
+
 def sweep(
     client: Any | None = None,
     run_id: str | None = None,
