@@ -33,7 +33,7 @@ from runner.contract import SampleOutput
 from runner.paths import tasks_dir, world_dir
 from runner.sandbox.backend import LABEL_RUN, SampleSpec
 from runner.sandbox.docker import DockerBackend
-from runner.sandbox.images import ImageRef
+from runner.sandbox.images import SPECS, ImageRef
 from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
 from runner.tasks.truth import GROUND_TRUTH_NAME, GroundTruth, load_ground_truth
@@ -395,6 +395,34 @@ def test_nothing_outside_output_and_tmp_is_writable(
     assert "Read-only file system" in report["create /pwned"] and "Permission denied" in report["append /etc/passwd"]
     assert "Permission denied" in report["exec from /tmp"]
     assert len(report) == 16
+
+
+@pytest.mark.parametrize("image", [spec.name for spec in SPECS])
+def test_no_setuid_or_setgid_file_in_any_image(
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task, image: str
+) -> None:
+    # CIS Docker Benchmark 4.8: none gains the agent anything (no capabilities, NoNewPrivs), but none is needed.
+    # find runs as the agent, in a real sample of each shipped image; -xdev keeps it on the image's own files.
+    script = """
+    import subprocess
+    found = subprocess.run(["find", "/", "-xdev", "-perm", "/6000"], capture_output=True, text=True)
+    results["allowed:uid"] = str(os.getuid())
+    results["allowed:found"] = json.dumps(found.stdout.split())
+    # What find could not read: root's and _apt's own folders, which the agent cannot enter (nothing in them runs).
+    closed = [line.split("‘", 1)[1].split("’", 1)[0] for line in found.stderr.splitlines()]
+    modes = {path: [os.stat(path).st_uid, oct(os.stat(path).st_mode & 0o7777)] for path in closed}
+    results["allowed:closed"] = json.dumps(modes)
+    results["allowed:lines"] = json.dumps([found.returncode, len(found.stderr.splitlines())])
+    results["setuid or setgid file"] = "ok" if found.stdout.strip() else "none found"
+    finish()
+    """
+    report = assert_attack_failed(run_probe(docker_backend, refs, task, script, image=refs[image].tag))
+    assert report["allowed:uid"] == "10001"
+    assert json.loads(report["allowed:found"]) == []
+    closed = json.loads(report["allowed:closed"])
+    returncode, lines = json.loads(report["allowed:lines"])
+    assert returncode in (0, 1) and lines == len(closed)  # every complaint is an unreadable folder, and no other
+    assert all(uid != 10001 and int(mode, 8) & 0o001 == 0 for uid, mode in closed.values()), closed
 
 
 # -- the network -----------------------------------------------------------------------------------------------
