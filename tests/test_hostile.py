@@ -14,6 +14,7 @@ import base64
 import hashlib
 import ipaddress
 import json
+import os
 import re
 import resource
 import socket
@@ -532,6 +533,44 @@ def test_a_concurrent_sample_is_unreachable(
     report = assert_attack_failed(outputs["b"])
     assert "Connection refused" in report["tcp 127.0.0.1:4444"]
     assert all("Network is unreachable" in report[f"tcp {prefix}.{i}:4444"] for i in range(2, 6))
+
+
+def test_no_host_path_of_the_user_or_the_runner_is_visible(
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task, tmp_path: Path
+) -> None:
+    # The world, docs, task, replay recordings and tools reach the container from a fixed neutral folder under
+    # random names: what the mount table shows names neither the checkout, nor the run, nor the runner's process.
+    run_dir = tmp_path / "runs" / "alices-secret-run"
+    (run_dir / "replay").mkdir(parents=True)
+    (run_dir / "replay" / f"{task.id}.json").write_text("{}")
+    script = """
+    results["allowed:mountinfo"] = open("/proc/self/mountinfo").read()
+    results["allowed:replay"] = json.dumps(sorted(os.listdir("/replay")))
+    results["allowed:world"] = json.dumps(sorted(os.listdir("/world")))
+    results["allowed:docs"] = json.dumps(len(os.listdir("/docs")))
+    finish()
+    """
+    out = run_probe(docker_backend, refs, task, script, replay_dir=run_dir / "replay")
+    assert (out.status, out.exit_code) == ("agent_error", 1), (out.status, out.error, out.stderr_tail)
+    report = attempts(out)
+    assert json.loads(report["allowed:replay"]) == [f"{task.id}.json"]
+    assert json.loads(report["allowed:world"]) == [WORLD_FILE.name]
+    assert json.loads(report["allowed:docs"]) == len(list((world_dir() / "docs").iterdir()))
+    # Every path a mount names: its root in the source file system, its mount point and its source.
+    lines = [line.split() for line in report["allowed:mountinfo"].splitlines()]
+    paths = [field for fields in lines for field in (fields[3], fields[4], fields[fields.index("-") + 2])]
+    assert "/task" in [fields[4] for fields in lines]  # the table is the sample's own
+    checkout = str(Path(__file__).resolve().parents[1])
+    pid, start = str(os.getpid()), Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    leaks = [
+        p
+        for p in paths
+        if checkout in p
+        or "alices-secret-run" in p
+        or str(tmp_path) in p
+        or {pid, start} & set(re.split(r"[/._-]", p))  # the runner's pid or start time as a name's part
+    ]
+    assert leaks == []
 
 
 def test_the_docker_socket_is_absent(docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task) -> None:

@@ -28,6 +28,8 @@ from runner.sandbox.backend import (
     SweepReport,
     gateway_env,
     make_sample_dir,
+    stage_into,
+    staged,
     write_task_dir,
 )
 from runner.sandbox.collect import AgentEnd, build_output
@@ -171,14 +173,19 @@ class DockerBackend(Backend[DockerSample]):
     def _create_container(self, sample: DockerSample) -> None:
         spec, plan = sample.spec, sample.the_layout().plan()
         assert sample.volume is not None
+        # Every bind source is a copy in the neutral scratch folder: no mount names the checkout or the run.
+        world, docs = staged(spec.world_file, "world"), staged(spec.docs_dir, "docs")
         mounts = [
             Mount("/task", str(sample.folder / "task"), type="bind", read_only=True),
-            Mount(f"/world/{spec.world_file.name}", str(spec.world_file.resolve()), type="bind", read_only=True),
-            Mount("/docs", str(spec.docs_dir.resolve()), type="bind", read_only=True),
+            Mount(f"/world/{spec.world_file.name}", str(world), type="bind", read_only=True),
+            Mount("/docs", str(docs), type="bind", read_only=True),
             Mount("/output", sample.volume, type="volume", no_copy=True),
         ]
         if spec.replay_dir is not None:
-            mounts.append(Mount("/replay", str(spec.replay_dir.resolve()), type="bind", read_only=True))
+            replay = sample.folder / "replay"
+            if not replay.exists():
+                stage_into(spec.replay_dir, replay)
+            mounts.append(Mount("/replay", str(replay), type="bind", read_only=True))
         env = {"HOME": "/tmp", "ISPM_AGENT_CONTRACT": AGENT_CONTRACT}
         if spec.gateway_socket_dir is not None or plan.needs_bin:
             mounts.append(Mount(BIN_DIR, str(sample.folder / "bin"), type="bind", read_only=True))
