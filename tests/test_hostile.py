@@ -279,6 +279,82 @@ def test_a_fork_bomb_hits_the_pids_limit_and_the_sample_still_ends(
     assert time.monotonic() - started < 15
 
 
+ANSWER_THEN = """
+    json.dump({"response": "done"}, open("/output/answer.json", "w"))
+    """
+
+
+def test_a_fork_bomb_that_stops_in_time_is_still_said(
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task
+) -> None:
+    script = (
+        ANSWER_THEN
+        + """
+    import time
+    refused = 0
+    for _ in range(200):
+        try:
+            if os.fork() == 0:
+                time.sleep(1)
+                os._exit(0)
+        except OSError:
+            refused += 1
+    print(f"refused {refused}", file=sys.stderr)
+    sys.exit(0)
+    """
+    )
+    out = run_probe(docker_backend, refs, task, script, pids=32)
+    assert (out.status, out.exit_code) == ("ok", 0), (out.error, out.stderr_tail)
+    assert "refused 0" not in out.stderr_tail
+    assert out.limits_reached == ["pids"]
+    assert "the pids limit of 32 was reached" in out.notes
+
+
+def test_a_child_killed_by_the_oom_killer_is_said_though_the_agent_exits_0(
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task
+) -> None:
+    script = (
+        ANSWER_THEN
+        + """
+    import subprocess
+    hog = "hoard = []\\nwhile True: hoard.append(bytearray(4 << 20))"
+    child = subprocess.run([sys.executable, "-c", hog])
+    print(f"child {child.returncode}", file=sys.stderr)
+    sys.exit(0)
+    """
+    )
+    out = run_probe(docker_backend, refs, task, script, memory_bytes=64 * 1024**2)
+    assert (out.status, out.exit_code, out.oom_killed) == ("ok", 0, False), (out.error, out.stderr_tail)
+    assert "child -9" in out.stderr_tail
+    assert out.limits_reached == ["memory"]
+
+
+def test_a_full_output_is_said_though_the_agent_exits_0(
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task
+) -> None:
+    script = (
+        ANSWER_THEN
+        + """
+    try:
+        with open("/output/filler", "wb") as f:
+            while True:
+                f.write(b"x" * 65536)
+    except OSError as exc:
+        print(f"filler {exc.errno}", file=sys.stderr)
+    sys.exit(0)
+    """
+    )
+    out = run_probe(docker_backend, refs, task, script)
+    assert (out.status, out.exit_code) == ("ok", 0), (out.error, out.stderr_tail)
+    assert "filler 28" in out.stderr_tail  # ENOSPC
+    assert out.limits_reached == ["output"]
+
+
+def test_a_quiet_sample_reaches_no_limit(docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task) -> None:
+    out = run_probe(docker_backend, refs, task, ANSWER_THEN + "sys.exit(0)")
+    assert (out.status, out.limits_reached) == ("ok", [])
+
+
 def test_a_memory_bomb_is_killed_by_the_oom_killer(
     docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task
 ) -> None:

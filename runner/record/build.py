@@ -191,6 +191,7 @@ def _sample(finished: SampleFinished | None, graded: SampleGraded, duplicates: l
         coverage=graded.coverage,
         coverage_error=graded.coverage_error,
         timings=output.timings,
+        limits_reached=output.limits_reached,
         grade_s=graded.grade_s,
         graded=graded.graded,
         agent=agent,

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from runner.call import CallApi, CallOutcome, ModelCall, Usage
-from runner.contract import SampleStatus, SampleTimings
+from runner.contract import ResourceLimit, SampleStatus, SampleTimings
 from runner.grading.coverage import CoverageReport
 from runner.grading.grades import Dimension, Grade
 from runner.grading.model import JudgeVote
@@ -202,6 +202,9 @@ class SampleRecord(_Model):
     """Why coverage could not be measured."""
     timings: SampleTimings
     """Wall time of each sandbox phase."""
+    limits_reached: list[ResourceLimit] = Field(default_factory=list, exclude_if=lambda limits: not limits)
+    """The sandbox's limits the sample hit, whatever its exit code: ``pids``, ``memory`` or ``output``
+    (docs/sandbox.md, 'Limits reached'). Left out of ``record.json`` when empty, as in records made before it."""
     grade_s: float
     """Wall time of grading this sample."""
     graded: bool
