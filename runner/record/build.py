@@ -190,6 +190,7 @@ def _sample(finished: SampleFinished | None, graded: SampleGraded, duplicates: l
         queries_declared=list(output.answer.queries) if output.answer else [],
         coverage=graded.coverage,
         coverage_error=graded.coverage_error,
+        analysis_note=graded.analysis_note,
         timings=output.timings,
         limits_reached=output.limits_reached,
         grade_s=graded.grade_s,

@@ -200,6 +200,9 @@ class SampleRecord(_Model):
     when the sample was not graded or coverage could not be measured."""
     coverage_error: str | None = None
     """Why coverage could not be measured."""
+    analysis_note: str | None = Field(default=None, exclude_if=lambda note: note is None)
+    """What the sample's analysis budget (docs/scoring.md) left out: queries not replayed, SQL not analysed for
+    coverage. The judges graded what was analysed. Left out of ``record.json`` when nothing was left out."""
     timings: SampleTimings
     """Wall time of each sandbox phase."""
     limits_reached: list[ResourceLimit] = Field(default_factory=list, exclude_if=lambda limits: not limits)

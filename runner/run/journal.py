@@ -119,6 +119,8 @@ class SampleGraded(_Entry):
     """Structural coverage of the witness SQL by the agent's SQL; ``None`` when not graded or not measurable."""
     coverage_error: str | None = None
     """Why coverage could not be measured (an unparseable witness)."""
+    analysis_note: str | None = None
+    """What the sample's analysis budget left out (queries not replayed, SQL not analysed); ``None`` when nothing."""
     transcript: TranscriptRef | None = None
     """The judges' model calls for this sample (docs/trace.md), written before this entry; ``None`` when no model
     judge was called."""
