@@ -176,8 +176,8 @@ def unpack_checked(source: Path, into: Path) -> tuple[BundleManifest, dict[str, 
             prefix, total = f"{manifest.run}/", 0
             run_dir = into / manifest.run
             for member in tar:
-                if member is tar.members[0]:
-                    continue  # the manifest, read above (iterating a tar starts again from its first member)
+                if member.offset == 0:
+                    continue  # the manifest (first, at offset 0), read above: iterating a tar starts again from it
                 name = member.name.removeprefix(prefix)
                 rel = PurePosixPath(name)
                 if not member.name.startswith(prefix) or rel.is_absolute() or ".." in rel.parts or not name:
@@ -223,7 +223,7 @@ def read_member(source: Path, name: str) -> bytes | None:
         with tarfile.open(source, mode="r|gz") as tar:
             manifest = read_manifest(tar, source)
             for member in tar:
-                if member is not tar.members[0] and member.name == f"{manifest.run}/{name}" and member.isfile():
+                if member.offset != 0 and member.name == f"{manifest.run}/{name}" and member.isfile():
                     if member.size > size_cap(name):
                         return None
                     handle = tar.extractfile(member)
