@@ -23,24 +23,17 @@ note: 2 trace.jsonl entries are the agent's own account, not checked by the host
     user: Which leavers can still sign in?
     assistant: Counting users <script>window.pwned = 1</script>
     tool call run_sql (toolu_1): {"sql": "SELECT status, count(*) AS n FROM okta_users GROUP BY status"}
-        SELECT
-          status,
-          COUNT(*) AS n
+        SELECT status, count(*) AS n
         FROM okta_users
-        GROUP BY
-          status
+        GROUP BY status
 09:00:01.996  SQL  5 rows  4.0 ms
-    SELECT
-      status,
-      COUNT(*) AS n
+    SELECT status, count(*) AS n
     FROM okta_users
-    GROUP BY
-      status
+    GROUP BY status
 09:00:02.200  reported by the agent: {"note": "ran the count", "ts": "2026-12-01T09:00:02.200000+00:00"}
 --:--:--.---  reported by the agent: {"subtype": "</pre><script>window.pwned = 3</script>", "type": "result"}
 09:00:02.499  SQL  error: no such column: nope  1.0 ms
-    SELECT
-      nope
+    SELECT nope
     FROM okta_users
 09:00:03.000  model call 2  messages  claude-x-2026  200 in / 5 out  0.25 s  end_turn
     tool result (toolu_1): status | n

@@ -4,7 +4,7 @@ The run report links each sample to ``samples/<task>.e<epoch>.html`` beside it, 
 the summary page stays the same size however long the conversations were. A page shows, in time order:
 
 - each model call as a card: its tokens, time and how it ended; the messages the agent added (the task, tool
-  results), by role; the reply, with its reasoning folded and its tool calls, SQL laid out by sqlglot;
+  results), by role; the reply, with its reasoning folded and its tool calls, SQL laid out as it ran (``sql_text``);
 - the SQL the tool ran, from the host's query log, between the calls where it ran;
 - the agent's own ``trace.jsonl`` entries, marked as reported by the agent (folded: Claude Code writes many);
 - the answer, then the judges' calls (folded) and every vote with its rationale.
