@@ -40,7 +40,14 @@ from runner.grading.entities import EntityCheck, IdentityIndex, VerdictCheck, ch
 from runner.grading.grades import Vote
 from runner.grading.judge import Judge, JudgeInput, JudgeVote, LLMJudge, dimensions_for
 from runner.grading.reference_judge import ReferenceJudge
-from runner.grading.replay import DEFAULT_BUDGET_S, SKIPPED_REASON, Replayer, ReplayReport
+from runner.grading.replay import (
+    DEFAULT_BUDGET_S,
+    SKIPPED_REASON,
+    LoggedCheck,
+    Replayer,
+    ReplayReport,
+    logged_checks,
+)
 from runner.grading.rubric import RubricSet, load_rubrics
 from runner.grading.slots import is_reference, slots_problem
 from runner.tasks.model import Task
@@ -129,6 +136,8 @@ class SampleGrade(BaseModel):
     """Why coverage could not be measured (an unparseable witness)."""
     analysis_note: str | None = None
     """What the sample's analysis budget left out (not replayed, not analysed); ``None`` when nothing was."""
+    replay_checks: dict[str, LoggedCheck] = {}
+    """What the replay found of each distinct text the SQL tool logged, by ``replay.sql_key``."""
     votes: list[JudgeVote]
     """One vote per judge slot per graded dimension."""
     rubric_set_digest: str
@@ -239,6 +248,7 @@ def grade_sample(
         coverage=report,
         coverage_error=coverage_error,
         analysis_note=analysis_note,
+        replay_checks=logged_checks(replay) if replay is not None else {},
         votes=votes,
         rubric_set_digest=context.rubrics.digest,
     )

@@ -109,6 +109,55 @@ class ReplayedQuery(BaseModel):
     """The first disagreement, in words."""
 
 
+ReplayFinding = Literal["same", "different", "not_replayed", "not_comparable"]
+
+
+class LoggedCheck(BaseModel):
+    """What the host's replay found of one text the SQL tool logged inside the sandbox (a line the agent could have
+    written itself): the same result, a different one, or why it could not tell."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    finding: ReplayFinding
+    """``same`` rows as logged; ``different`` rows (or an error where the log has rows, or the reverse);
+    ``not_replayed`` (the sample's analysis budget was spent); ``not_comparable`` (the log line holds no result)."""
+    detail: str | None = None
+    """The difference or the reason, in words."""
+
+    def words(self) -> str:
+        """The finding as a reader sees it: ``host replay: same rows`` ..."""
+        said = {
+            "same": "same rows",
+            "different": "different rows",
+            "not_replayed": "not replayed",
+            "not_comparable": "not compared",
+        }[self.finding]
+        return f"host replay: {said}" + (f" ({self.detail})" if self.detail and self.finding != "same" else "")
+
+
+def sql_key(sql: str) -> str:
+    """The key of a SQL text among a sample's logged checks: the hex sha256 of its UTF-8 bytes."""
+    return hashlib.sha256(sql.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def logged_checks(report: ReplayReport) -> dict[str, LoggedCheck]:
+    """What the replay found of each distinct logged text, by :func:`sql_key`."""
+    found: dict[str, LoggedCheck] = {}
+    for q in report.queries:
+        if "logged" not in q.sources:
+            continue
+        if q.status == "skipped" or (q.error or "").startswith(SKIPPED_REASON):
+            check = LoggedCheck(finding="not_replayed", detail="the sample's analysis budget was spent")
+        elif q.log_match is True:
+            check = LoggedCheck(finding="same")
+        elif q.log_match is False:
+            check = LoggedCheck(finding="different", detail=q.log_mismatch)
+        else:
+            check = LoggedCheck(finding="not_comparable", detail="the log line records no result to compare")
+        found[sql_key(q.sql)] = check
+    return found
+
+
 class ReplayReport(BaseModel):
     """Every distinct query of one sample, replayed, with counts for quick reading."""
 

@@ -258,6 +258,7 @@ class _Worker:
                 coverage=result.coverage,
                 coverage_error=result.coverage_error,
                 analysis_note=result.analysis_note,
+                replay_checks=result.replay_checks,
                 transcript=self._keep(judged, task_id, epoch),
             )
         )

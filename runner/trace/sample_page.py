@@ -37,6 +37,7 @@ from runner.record.report import REPORT_NAME, environment, write_report
 from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
 from runner.trace.sql_text import SqlLayout, sql_of_call
+from runner.trace.text import PROVENANCE
 from runner.trace.timeline import RunSamples, SampleTimeline, read_run, sample_timeline
 from runner.transcript.model import SampleKey
 
@@ -107,6 +108,7 @@ def render_sample_page(env: Environment, timeline: SampleTimeline, title: str) -
         pretty_json=pretty_json,
         sql_of_call=sql_of_call,
         layout_sql=layout,
+        provenance=PROVENANCE,
         report_href=f"../report.html#task-{timeline.task_id}",
     )
 
