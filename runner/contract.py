@@ -82,6 +82,10 @@ class SampleTimings(BaseModel):
     """Removing every resource of the sample."""
 
 
+ResourceLimit = Literal["pids", "memory", "output"]
+"""A sandbox limit a sample can hit: processes, memory, the size of ``/output``."""
+
+
 class SampleOutput(BaseModel):
     """Everything the host collected from one sample: the grader's only input from the sandbox."""
 
@@ -100,6 +104,12 @@ class SampleOutput(BaseModel):
     trace: list[dict[str, object]] = Field(default_factory=list)
     exit_code: int | None = None
     oom_killed: bool = False
+    limits_reached: list[ResourceLimit] = Field(
+        default_factory=list,
+        description="The sandbox's limits the sample hit, whatever its exit code: ``pids`` (a fork refused), "
+        "``memory`` (the OOM killer ran in it), ``output`` (``/output`` full). Empty when none, or when the "
+        "backend cannot tell (docs/sandbox.md, 'Limits reached').",
+    )
     stdout_tail: str = ""
     stderr_tail: str = ""
     timings: SampleTimings = Field(default_factory=SampleTimings)

@@ -84,6 +84,24 @@ def test_the_gold_replay_journals_full_coverage_and_the_record_carries_it(finish
         assert sample["coverage_error"] is None
 
 
+def test_a_real_run_journals_what_the_host_replay_found_of_each_logged_statement(finished_run: Path) -> None:
+    from runner.grading.replay import sql_key
+    from runner.run.journal import SampleFinished, SampleGraded, read_entries
+    from runner.trace.timeline import QueryStep, read_timeline
+
+    entries = read_entries(finished_run / JOURNAL_NAME)
+    collected = {(e.output.task_id, e.output.epoch): e.output for e in entries if isinstance(e, SampleFinished)}
+    graded = [e for e in entries if isinstance(e, SampleGraded)]
+    assert len(graded) == len(TASKS) * GOLD_RUN_EPOCHS
+    for g in graded:
+        logged = {sql_key(q.sql) for q in collected[(g.task_id, g.epoch)].queries}
+        # The gold replay agent logs the witness through ispm-sql; the host's replay finds the same rows.
+        assert logged and set(g.replay_checks) == logged, g.task_id
+        assert {c.finding for c in g.replay_checks.values()} == {"same"}, g.task_id
+    steps = [e for e in read_timeline(finished_run, TASKS[0], 1).events if isinstance(e, QueryStep)]
+    assert steps and all(s.replay is not None and s.replay.finding == "same" for s in steps)
+
+
 # Each row: how the journaled coverage is tampered with, and a phrase the audit's problem must contain.
 COVERAGE_TAMPERING = [
     ("table_recall", lambda c: c.update(table_recall=0.25), "table_recall journaled 0.25 != recomputed 1.0"),

@@ -35,6 +35,7 @@ from trace_runs import AGENT_SAYS, KEY, PROMPT, REPLY, RESULT, SQL, SYSTEM, task
 
 from runner.record.build import load_record
 from runner.trace.export import write_atif, write_inspect
+from runner.trace.text import PROVENANCE
 
 __all__ = ["mixed"]  # a fixture, imported for pytest
 INSPECT = Path(sys.executable).with_name("inspect")
@@ -77,6 +78,12 @@ def test_a_trajectory_holds_the_conversation_the_host_saw(run: Path, tmp_path: P
     ispm = (doc.extra or {})["ispm"]
     assert (ispm["task_id"], ispm["epoch"], len(ispm["votes"])) == (KEY.task_id, KEY.epoch, 4)
     assert ispm["agent_reported_trace"][1] == {"type": "result", "subtype": AGENT_SAYS}
+    # Who wrote what: the SQL was logged inside the sandbox, each statement marked as the host's replay found it.
+    assert ispm["provenance"] == PROVENANCE
+    assert [(q["logged_by"], q["replay"]["finding"]) for q in first.extra["queries"]] == [
+        ("sql_tool_in_sandbox", "same"),
+        ("sql_tool_in_sandbox", "not_replayed"),
+    ]
 
 
 def test_without_a_transcript_the_calls_are_figures_and_the_sql_hangs_on_the_last(bare: Path, tmp_path: Path) -> None:
@@ -118,6 +125,15 @@ def test_the_inspect_log_loads_with_messages_scores_and_usage(run: Path, tmp_pat
     assert log.results is not None
     means = {s.name: s.metrics["scored_mean"].value for s in log.results.scores if "scored_mean" in s.metrics}
     assert means == {"answer_correctness": 0.0}
+    assert sample.metadata["provenance"] == PROVENANCE
+    assert [(q["sql"], q["logged_by"], q["replay"]) for q in sample.metadata["sql_logged"]] == [
+        (SQL, "sql_tool_in_sandbox", {"finding": "same", "detail": None}),
+        (
+            "SELECT nope FROM okta_users",
+            "sql_tool_in_sandbox",
+            {"finding": "not_replayed", "detail": "the sample's analysis budget was spent"},
+        ),
+    ]
 
 
 def test_a_run_with_failures_loads_with_each_failure_as_the_samples_error(mixed: Path, tmp_path: Path) -> None:

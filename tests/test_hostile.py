@@ -14,6 +14,7 @@ import base64
 import hashlib
 import ipaddress
 import json
+import os
 import re
 import resource
 import socket
@@ -33,7 +34,7 @@ from runner.contract import SampleOutput
 from runner.paths import tasks_dir, world_dir
 from runner.sandbox.backend import LABEL_RUN, SampleSpec
 from runner.sandbox.docker import DockerBackend
-from runner.sandbox.images import ImageRef
+from runner.sandbox.images import SPECS, ImageRef
 from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
 from runner.tasks.truth import GROUND_TRUTH_NAME, GroundTruth, load_ground_truth
@@ -278,6 +279,82 @@ def test_a_fork_bomb_hits_the_pids_limit_and_the_sample_still_ends(
     assert time.monotonic() - started < 15
 
 
+ANSWER_THEN = """
+    json.dump({"response": "done"}, open("/output/answer.json", "w"))
+    """
+
+
+def test_a_fork_bomb_that_stops_in_time_is_still_said(
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task
+) -> None:
+    script = (
+        ANSWER_THEN
+        + """
+    import time
+    refused = 0
+    for _ in range(200):
+        try:
+            if os.fork() == 0:
+                time.sleep(1)
+                os._exit(0)
+        except OSError:
+            refused += 1
+    print(f"refused {refused}", file=sys.stderr)
+    sys.exit(0)
+    """
+    )
+    out = run_probe(docker_backend, refs, task, script, pids=32)
+    assert (out.status, out.exit_code) == ("ok", 0), (out.error, out.stderr_tail)
+    assert "refused 0" not in out.stderr_tail
+    assert out.limits_reached == ["pids"]
+    assert "the pids limit of 32 was reached" in out.notes
+
+
+def test_a_child_killed_by_the_oom_killer_is_said_though_the_agent_exits_0(
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task
+) -> None:
+    script = (
+        ANSWER_THEN
+        + """
+    import subprocess
+    hog = "hoard = []\\nwhile True: hoard.append(bytearray(4 << 20))"
+    child = subprocess.run([sys.executable, "-c", hog])
+    print(f"child {child.returncode}", file=sys.stderr)
+    sys.exit(0)
+    """
+    )
+    out = run_probe(docker_backend, refs, task, script, memory_bytes=64 * 1024**2)
+    assert (out.status, out.exit_code, out.oom_killed) == ("ok", 0, False), (out.error, out.stderr_tail)
+    assert "child -9" in out.stderr_tail
+    assert out.limits_reached == ["memory"]
+
+
+def test_a_full_output_is_said_though_the_agent_exits_0(
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task
+) -> None:
+    script = (
+        ANSWER_THEN
+        + """
+    try:
+        with open("/output/filler", "wb") as f:
+            while True:
+                f.write(b"x" * 65536)
+    except OSError as exc:
+        print(f"filler {exc.errno}", file=sys.stderr)
+    sys.exit(0)
+    """
+    )
+    out = run_probe(docker_backend, refs, task, script)
+    assert (out.status, out.exit_code) == ("ok", 0), (out.error, out.stderr_tail)
+    assert "filler 28" in out.stderr_tail  # ENOSPC
+    assert out.limits_reached == ["output"]
+
+
+def test_a_quiet_sample_reaches_no_limit(docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task) -> None:
+    out = run_probe(docker_backend, refs, task, ANSWER_THEN + "sys.exit(0)")
+    assert (out.status, out.limits_reached) == ("ok", [])
+
+
 def test_a_memory_bomb_is_killed_by_the_oom_killer(
     docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task
 ) -> None:
@@ -397,6 +474,34 @@ def test_nothing_outside_output_and_tmp_is_writable(
     assert len(report) == 16
 
 
+@pytest.mark.parametrize("image", [spec.name for spec in SPECS])
+def test_no_setuid_or_setgid_file_in_any_image(
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task, image: str
+) -> None:
+    # CIS Docker Benchmark 4.8: none gains the agent anything (no capabilities, NoNewPrivs), but none is needed.
+    # find runs as the agent, in a real sample of each shipped image; -xdev keeps it on the image's own files.
+    script = """
+    import subprocess
+    found = subprocess.run(["find", "/", "-xdev", "-perm", "/6000"], capture_output=True, text=True)
+    results["allowed:uid"] = str(os.getuid())
+    results["allowed:found"] = json.dumps(found.stdout.split())
+    # What find could not read: root's and _apt's own folders, which the agent cannot enter (nothing in them runs).
+    closed = [line.split("‘", 1)[1].split("’", 1)[0] for line in found.stderr.splitlines()]
+    modes = {path: [os.stat(path).st_uid, oct(os.stat(path).st_mode & 0o7777)] for path in closed}
+    results["allowed:closed"] = json.dumps(modes)
+    results["allowed:lines"] = json.dumps([found.returncode, len(found.stderr.splitlines())])
+    results["setuid or setgid file"] = "ok" if found.stdout.strip() else "none found"
+    finish()
+    """
+    report = assert_attack_failed(run_probe(docker_backend, refs, task, script, image=refs[image].tag))
+    assert report["allowed:uid"] == "10001"
+    assert json.loads(report["allowed:found"]) == []
+    closed = json.loads(report["allowed:closed"])
+    returncode, lines = json.loads(report["allowed:lines"])
+    assert returncode in (0, 1) and lines == len(closed)  # every complaint is an unreadable folder, and no other
+    assert all(uid != 10001 and int(mode, 8) & 0o001 == 0 for uid, mode in closed.values()), closed
+
+
 # -- the network -----------------------------------------------------------------------------------------------
 
 
@@ -504,6 +609,44 @@ def test_a_concurrent_sample_is_unreachable(
     report = assert_attack_failed(outputs["b"])
     assert "Connection refused" in report["tcp 127.0.0.1:4444"]
     assert all("Network is unreachable" in report[f"tcp {prefix}.{i}:4444"] for i in range(2, 6))
+
+
+def test_no_host_path_of_the_user_or_the_runner_is_visible(
+    docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task, tmp_path: Path
+) -> None:
+    # The world, docs, task, replay recordings and tools reach the container from a fixed neutral folder under
+    # random names: what the mount table shows names neither the checkout, nor the run, nor the runner's process.
+    run_dir = tmp_path / "runs" / "alices-secret-run"
+    (run_dir / "replay").mkdir(parents=True)
+    (run_dir / "replay" / f"{task.id}.json").write_text("{}")
+    script = """
+    results["allowed:mountinfo"] = open("/proc/self/mountinfo").read()
+    results["allowed:replay"] = json.dumps(sorted(os.listdir("/replay")))
+    results["allowed:world"] = json.dumps(sorted(os.listdir("/world")))
+    results["allowed:docs"] = json.dumps(len(os.listdir("/docs")))
+    finish()
+    """
+    out = run_probe(docker_backend, refs, task, script, replay_dir=run_dir / "replay")
+    assert (out.status, out.exit_code) == ("agent_error", 1), (out.status, out.error, out.stderr_tail)
+    report = attempts(out)
+    assert json.loads(report["allowed:replay"]) == [f"{task.id}.json"]
+    assert json.loads(report["allowed:world"]) == [WORLD_FILE.name]
+    assert json.loads(report["allowed:docs"]) == len(list((world_dir() / "docs").iterdir()))
+    # Every path a mount names: its root in the source file system, its mount point and its source.
+    lines = [line.split() for line in report["allowed:mountinfo"].splitlines()]
+    paths = [field for fields in lines for field in (fields[3], fields[4], fields[fields.index("-") + 2])]
+    assert "/task" in [fields[4] for fields in lines]  # the table is the sample's own
+    checkout = str(Path(__file__).resolve().parents[1])
+    pid, start = str(os.getpid()), Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    leaks = [
+        p
+        for p in paths
+        if checkout in p
+        or "alices-secret-run" in p
+        or str(tmp_path) in p
+        or {pid, start} & set(re.split(r"[/._-]", p))  # the runner's pid or start time as a name's part
+    ]
+    assert leaks == []
 
 
 def test_the_docker_socket_is_absent(docker_backend: DockerBackend, refs: dict[str, ImageRef], task: Task) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,9 +13,10 @@ from runner.contract import Answer, EvidenceItem, SampleOutput
 from runner.errors import GradingError
 from runner.grading.consensus import consensus
 from runner.grading.coverage import CoverageError, coverage
-from runner.grading.grade import GradingContext, SampleGrade, grade_sample
-from runner.grading.judge import JudgeInput, JudgeVote
+from runner.grading.grade import SAMPLE_ANALYSIS_BUDGET_S, GradingContext, SampleGrade, grade_sample
+from runner.grading.judge import JudgeInput, JudgeVote, dimensions_for
 from runner.grading.reference_judge import ReferenceJudge, gold_answer
+from runner.grading.replay import SKIPPED_REASON
 from runner.tasks.catalog import derive_all
 from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
@@ -171,3 +174,64 @@ def test_grading_assembles_coverage_exactly_as_the_coverage_module(tasks: list[T
         assert context.coverage(task.witness_sql, agent) == coverage(task.witness_sql, agent, context.schema), task.id
     with pytest.raises(CoverageError):
         context.coverage("SELEC broken", [])
+
+
+def _endless(n: int) -> str:
+    # A recursive CTE with no end: SQLite would count forever. Each n makes a distinct text.
+    return f"WITH RECURSIVE r(i) AS (SELECT {n} UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
+
+
+def test_a_sample_declaring_1000_endless_queries_and_logging_10000_more_is_graded_within_its_budget(
+    tasks: list[Task], truth: GroundTruth, world_path: Path
+) -> None:
+    task = next(t for t in tasks if t.kind == "enumeration")
+    answer = gold_answer(task, truth.tasks[task.id]).model_copy(update={"queries": [_endless(i) for i in range(1000)]})
+    logged = [{"ts": "2026-01-01T00:00:00Z", "sql": _endless(1000 + i), "error": "interrupted"} for i in range(10_000)]
+    logged += logged[:500]  # identical statements are replayed once
+    found: dict[str, object] = {}
+
+    def run() -> None:
+        # Its own context: a replay connection belongs to the thread that opened it.
+        try:
+            with GradingContext(world_path / SNAPSHOT_NAME) as context:
+                started = time.monotonic()
+                found["grade"] = grade(task, truth.tasks[task.id], answer, context, queries=logged)
+                found["seconds"] = time.monotonic() - started
+        except Exception as exc:  # reported below, with the test's failure
+            found["error"] = exc
+
+    # Not a speed assertion: a guard so that unbounded grading (hours) fails the test instead of hanging it.
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(600)
+    assert "grade" in found, found.get("error", "grading did not end")
+    result = found["grade"]
+    assert isinstance(result, SampleGrade)
+    print(f"graded in {found['seconds']:.1f} s")
+
+    assert result.graded and result.failure is None
+    assert sorted(by_dimension(result)) == sorted(dimensions_for(task))  # every judge slot voted
+    replay = result.replay
+    assert replay is not None
+    assert (len(replay.queries), replay.declared, replay.logged_lines) == (11_000, 1_000, 10_500)
+    assert replay.ok == replay.refused == 0
+    interrupted = [q for q in replay.queries if q.status == "timeout"]
+    skipped = [q for q in replay.queries if q.status == "skipped"]
+    assert len(interrupted) + len(skipped) == 11_000 == len(interrupted) + replay.skipped
+    # Replay's share of the 60 s budget is 51 s (coverage keeps 9 s), at most 10 s a query: 5 or 6 run at all.
+    assert 5 <= len(interrupted) <= 6
+    assert sum(q.duration_ms for q in replay.queries) <= (SAMPLE_ANALYSIS_BUDGET_S - 9.0) * 1000 + 500
+    assert all(q.error == SKIPPED_REASON and q.log_match is None and q.duration_ms == 0 for q in skipped)
+    assert replay.queries[-1].logged == 1 and replay.queries[0].logged == 0
+    assert all(q.logged == 2 for q in replay.queries[1_000:1_500])  # logged twice, replayed (or skipped) once
+    coverage_report = result.coverage
+    assert coverage_report is not None
+    unread = [why for why in coverage_report.unparsed_reasons if "budget is spent" in why]
+    assert unread  # coverage too stopped at the budget and said so, text by text
+    cut = [q for q in interrupted if (q.error or "").startswith(SKIPPED_REASON)]  # stopped by the sample's budget
+    assert len(cut) == len(interrupted) - 5 and all("10 s exceeded" in (q.error or "") for q in interrupted[:5])
+    assert result.analysis_note == (
+        f"the sample's 60 s analysis budget was spent: {len(skipped) + len(cut)} of 11000 distinct queries not "
+        f"replayed ({len(cut)} interrupted), {len(unread)} SQL texts not analysed for coverage; the judges graded "
+        "what was analysed"
+    )

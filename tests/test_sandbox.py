@@ -15,6 +15,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import uuid
@@ -37,10 +38,12 @@ from runner.sandbox.backend import (
     LABEL_OWNER,
     LABEL_RUN,
     LABEL_SANDBOX,
+    OWNER_FILE,
     Backend,
     SampleSpec,
     gateway_link,
     owner_id,
+    process_scratch,
     scratch_root,
     sweep_scratch,
 )
@@ -255,7 +258,7 @@ def test_no_labelled_resources_are_left(docker_backend: DockerBackend, refs: dic
         assert docker_backend.run_sample(make_spec(task, refs["agent-null"].tag)).status == "ok"
     containers, volumes = leftovers()
     assert containers == [] and volumes == []
-    assert not any(scratch_root().glob(f"{os.getpid()}-*/{task.id}.e1-*"))
+    assert not any(process_scratch().glob("*/task"))  # each sample's folder went with it
 
 
 @pytest.mark.docker
@@ -276,8 +279,9 @@ def test_a_runner_killed_mid_sample_leaves_nothing_after_the_next_start(refs: di
         while not leftovers(killed_run)[0]:
             assert time.monotonic() < deadline and runner.poll() is None, "the sample never started"
             time.sleep(0.1)
-        scratch = list((scratch_root()).glob(f"{runner.pid}-*"))
+        scratch = [f for f in scratch_root().glob(f"*/{OWNER_FILE}") if f.read_text().startswith(f"{runner.pid}-")]
         assert len(scratch) == 1
+        scratch = [scratch[0].parent]
     finally:
         runner.send_signal(signal.SIGKILL)
         runner.wait()
@@ -334,20 +338,24 @@ def _start_ticks(pid: int) -> str:
 
 def test_a_sweep_of_every_run_spares_the_scratch_of_a_live_owner_and_removes_a_dead_ones() -> None:
     owner = subprocess.Popen(["sleep", "60"])  # another runner, alive, with a sample's /task in its folder
-    live = scratch_root() / f"{owner.pid}-{_start_ticks(owner.pid)}"
-    dead = scratch_root() / f"{owner.pid}-1"  # the same pid with a start time it never had: a dead owner
+    process_scratch()  # makes the shared root
+    live, dead, unowned, stale = (Path(tempfile.mkdtemp(dir=scratch_root())) for _ in range(4))
+    (live / OWNER_FILE).write_text(f"{owner.pid}-{_start_ticks(owner.pid)}")
+    (dead / OWNER_FILE).write_text(f"{owner.pid}-1")  # the same pid with a start time it never had: a dead owner
+    os.utime(stale, (time.time() - 3600, time.time() - 3600))  # no owner file for an hour: its maker was killed
     try:
         for folder in (live, dead):
-            (folder / "ispm-001.e1-x" / "task").mkdir(parents=True)
-            (folder / "ispm-001.e1-x" / "task" / "prompt.md").write_text("the task")
+            (folder / "x" / "task").mkdir(parents=True)
+            (folder / "x" / "task" / "prompt.md").write_text("the task")
         removed, failures = sweep_scratch()
         assert (str(dead) in removed, str(live) in removed, failures) == (True, False, [])
-        assert (live / "ispm-001.e1-x" / "task" / "prompt.md").read_text() == "the task"
+        assert (str(stale) in removed, str(unowned) in removed) == (True, False)  # unowned: being made right now
+        assert (live / "x" / "task" / "prompt.md").read_text() == "the task"
         assert not dead.exists()
     finally:
         owner.kill()
         owner.wait()
-        for folder in (live, dead):
+        for folder in (live, dead, unowned, stale):
             shutil.rmtree(folder, ignore_errors=True)
 
 

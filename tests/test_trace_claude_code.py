@@ -143,11 +143,12 @@ def test_the_sample_page_reads_as_a_conversation_in_chromium(
     reply = first.find_element(By.CSS_SELECTOR, ".msg.reply")
     assert HOSTILE in reply.text
     assert browser.execute_script("return window.pwned === undefined") is True
-    # The Bash call's SQL is laid out one clause a line.
-    assert first.find_element(By.CSS_SELECTOR, ".tool-call pre.sql").text.splitlines()[:3] == [
-        "SELECT",
-        "  status,",
-        "  COUNT(*) AS n",
+    # The Bash call's SQL is laid out one clause a line, as it ran: its tokens as the agent wrote them.
+    assert first.find_element(By.CSS_SELECTOR, ".tool-call pre.sql").text.splitlines() == [
+        "SELECT status, count(*) AS n",
+        "FROM okta_users",
+        "GROUP BY status",
+        "ORDER BY status",
     ]
     # The long system prompt is folded until opened.
     system = first.find_element(By.CSS_SELECTOR, ".msg.system details.fold")

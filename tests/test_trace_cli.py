@@ -16,6 +16,7 @@ from runner.cli import main
 TEXT = """\
 ispm-001 epoch 1 · ok · run 20261201T090000Z-trace
 agent: 2 calls, 320 in / 35 out tokens · judges: 1 calls, 50 in / 9 out tokens · transcript kept
+who wrote what: model calls captured by the host (its gateway); SQL logged by the SQL tool inside the sandbox (as the agent's user: the agent could write such a line itself), each marked as the host's replay found it; 'reported by the agent' lines written by the agent (trace.jsonl)
 note: 2 trace.jsonl entries are the agent's own account, not checked by the host
 09:00:01.000  model call 1  messages  claude-x-2026  120 in, 100 cached / 30 out  0.50 s  tool_use
     system: You are an analyst.\\x1b[2J Query with ispm-sql.
@@ -23,24 +24,17 @@ note: 2 trace.jsonl entries are the agent's own account, not checked by the host
     user: Which leavers can still sign in?
     assistant: Counting users <script>window.pwned = 1</script>
     tool call run_sql (toolu_1): {"sql": "SELECT status, count(*) AS n FROM okta_users GROUP BY status"}
-        SELECT
-          status,
-          COUNT(*) AS n
+        SELECT status, count(*) AS n
         FROM okta_users
-        GROUP BY
-          status
-09:00:01.996  SQL  5 rows  4.0 ms
-    SELECT
-      status,
-      COUNT(*) AS n
+        GROUP BY status
+09:00:01.996  SQL logged in the sandbox  5 rows  4.0 ms  · host replay: same rows
+    SELECT status, count(*) AS n
     FROM okta_users
-    GROUP BY
-      status
+    GROUP BY status
 09:00:02.200  reported by the agent: {"note": "ran the count", "ts": "2026-12-01T09:00:02.200000+00:00"}
 --:--:--.---  reported by the agent: {"subtype": "</pre><script>window.pwned = 3</script>", "type": "result"}
-09:00:02.499  SQL  error: no such column: nope  1.0 ms
-    SELECT
-      nope
+09:00:02.499  SQL logged in the sandbox  error: no such column: nope  1.0 ms  · host replay: not replayed (the sample's analysis budget was spent)
+    SELECT nope
     FROM okta_users
 09:00:03.000  model call 2  messages  claude-x-2026  200 in / 5 out  0.25 s  end_turn
     tool result (toolu_1): status | n
@@ -70,11 +64,12 @@ cost note: openai/judge-x: not in genai-prices 0.2.3, price data of 2026-11, tok
 BARE_HEAD = """\
 ispm-001 epoch 1 · ok · run 20261201T090000Z-trace
 agent: 2 calls, 320 in / 35 out tokens · judges: 0 calls, 0 in / 0 out tokens · transcript none
+who wrote what: model calls captured by the host (its gateway); SQL logged by the SQL tool inside the sandbox (as the agent's user: the agent could write such a line itself), each marked as the host's replay found it; 'reported by the agent' lines written by the agent (trace.jsonl)
 note: no transcript of the model calls: the gateway's figures only, without content or time
 note: 2 trace.jsonl entries are the agent's own account, not checked by the host
 --:--:--.---  model call 1  messages  claude-x-2026  120 in, 100 cached / 30 out  0.50 s  ok
 --:--:--.---  model call 2  messages  claude-x-2026  200 in / 5 out  0.25 s  ok
-09:00:01.996  SQL  5 rows  4.0 ms
+09:00:01.996  SQL logged in the sandbox  5 rows  4.0 ms  · host replay: same rows
 """
 
 
@@ -119,6 +114,12 @@ def test_trace_prints_json_when_piped_and_with_json(run: Path) -> None:
         "truncated": False,
         "duration_ms": 4.0,
         "error": None,
+        "logged_by": "sql_tool_in_sandbox",
+        "replay": {"finding": "same", "detail": None},
+    }
+    assert timeline["events"][4]["replay"] == {
+        "finding": "not_replayed",
+        "detail": "the sample's analysis budget was spent",
     }
     assert timeline["events"][3] == {
         "kind": "agent_reported",

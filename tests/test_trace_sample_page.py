@@ -122,3 +122,21 @@ def test_the_reports_failures_link_each_failed_sample_to_its_page(mixed: Path) -
     links = [a.get("href") for tag, a in _tags(report) if tag == "a" and a.get("class") == "failed-sample-link"]
     assert links == [f"{SAMPLES_DIR}/ispm-073.e1.html", f"{SAMPLES_DIR}/ispm-073.e2.html"]
     assert all((mixed / link).is_file() for link in links if link)
+
+
+def test_every_line_of_the_page_says_who_wrote_it(run: Path) -> None:
+    from markupsafe import escape
+
+    from runner.trace.text import PROVENANCE
+
+    page = _page(run)
+    assert f'<dd id="provenance">{escape(PROVENANCE)}</dd>' in page
+    assert page.count("<b>SQL logged by the SQL tool inside the sandbox</b>") == 2
+    assert page.count("host query log") == 0  # the host never saw the SQL run: the tool in the sandbox logged it
+    assert '<span class="replay replay-same">host replay: same rows</span>' in page
+    assert (
+        '<span class="replay replay-not_replayed">host replay: not replayed (the sample&#39;s analysis budget was '
+        "spent)</span>"
+    ) in page
+    assert page.count('<b>model call 1</b> <span class="small muted">captured by the host</span>') == 1
+    assert page.count("<b>reported by the agent</b>") == 2

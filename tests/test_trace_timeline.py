@@ -149,7 +149,7 @@ def test_the_sql_of_a_tool_call_is_found_in_its_arguments(arguments: Any, sql: s
 
 
 def test_sql_is_laid_out_within_its_bounds() -> None:
-    assert format_sql("select a,b from t where x=1") == "SELECT\n  a,\n  b\nFROM t\nWHERE\n  x = 1"
+    assert format_sql("select a,b from t where x=1") == "select a,b\nfrom t\nwhere x=1"
     assert format_sql("SELEKT nonsense (") == "SELEKT nonsense ("
     too_long = "SELECT " + ", ".join(f"c{i}" for i in range(2000)) + " FROM t"
     assert len(too_long) > MAX_FORMAT_CHARS and format_sql(too_long) == too_long
@@ -159,7 +159,7 @@ def test_sql_is_laid_out_within_its_bounds() -> None:
 
 def test_a_pages_sql_budget_once_spent_leaves_the_rest_as_written() -> None:
     layout = SqlLayout(budget_chars=40)
-    assert layout("select a from t") == "SELECT\n  a\nFROM t"
+    assert layout("select a from t") == "select a\nfrom t"
     assert layout("select b from t where x = 1") == "select b from t where x = 1"  # 15 + 27 > 40
     assert layout("select c from t") == "select c from t" and layout.remaining == 0
 
@@ -175,3 +175,43 @@ def test_a_history_read_back_from_the_store_reads_as_the_same_calls_as_one_sent_
     stored = load_transcript(run, KEY).calls("candidate")
     assert stored[0].request.content["messages"][0] is stored[1].request.content["messages"][0]
     assert call_steps(stored) == call_steps(calls())
+
+
+HOSTILE_SQL = [
+    "select substr(b.member, 7), group_concat(x) from t b",  # a pretty printer would say SUBSTRING, GROUP_CONCAT
+    "SeLeCt \"Weird Name\" , 'it''s  two  spaces' from t -- a comment\n where x = 1 /* and\n this */ or y",
+    "with recursive r(i) as (select 1 union all select i + 1 from r) select count(*) from r",
+    "select a from t left outer join u using (k) natural join v cross join w order by 1 desc limit 5 offset 2",
+    "select 1;select 2 ;  select x'00ff', 1.5e3, -2, ?1, :name, @v, $x from t",
+    "select (select max(a) from (select a from t where b in (select b from u))) as m",
+    "select case when a>b then 'x' else \"y\" end, cast(a as text) collate nocase from t",
+    "SELEKT nonsense (",
+    "select 'unterminated",
+    "select [bracketed name], `ticked` from t window w as (partition by a)",
+]
+
+
+@pytest.mark.parametrize("source", ["witness", "hostile"])
+def test_laying_out_sql_never_changes_a_token(source: str) -> None:
+    # Every witness of the task set and a few agent-shaped texts: the page may re-indent, never rewrite.
+    from sqlglot.dialects.sqlite import SQLite
+    from sqlglot.errors import SqlglotError
+
+    from runner.paths import tasks_dir
+    from runner.tasks.load import load_tasks
+
+    texts = [t.witness_sql for t in load_tasks(tasks_dir())] if source == "witness" else HOSTILE_SQL
+    changed = 0
+    for sql in texts:
+        laid_out = format_sql(sql)
+        assert "".join(laid_out.split()) == "".join(sql.split()), sql  # only whitespace moved
+        try:
+            before = [(t.token_type, sql[t.start : t.end + 1]) for t in SQLite().tokenize(sql)]
+        except SqlglotError:
+            assert laid_out == sql
+            continue
+        after = [(t.token_type, laid_out[t.start : t.end + 1]) for t in SQLite().tokenize(laid_out)]
+        assert after == before, sql
+        changed += laid_out != sql
+    assert changed >= len(texts) // 2  # it does lay out, not only hand texts back
+    assert "substr(b.member, 7), group_concat(x)" in format_sql(HOSTILE_SQL[0])

@@ -18,6 +18,7 @@ from runner.call import Body, ModelCall, Reply, TextBlock, ToolCallBlock, Usage
 from runner.contract import Answer, QueryLogEntry, SampleOutput, SampleTimings
 from runner.gateway.model import SampleUsage
 from runner.grading.model import JudgeVote
+from runner.grading.replay import LoggedCheck, sql_key
 from runner.paths import tasks_dir
 from runner.record.build import build_record, write_record
 from runner.run.digests import current_digests
@@ -34,6 +35,11 @@ KEY = SampleKey(task_id=TASK_ID, epoch=1)
 T0 = datetime(2026, 12, 1, 9, 0, 0, tzinfo=UTC)
 SQL = "SELECT status, count(*) AS n FROM okta_users GROUP BY status"
 BAD_SQL = "SELECT nope FROM okta_users"
+REPLAY_CHECKS = {
+    sql_key(SQL): LoggedCheck(finding="same"),
+    sql_key(BAD_SQL): LoggedCheck(finding="not_replayed", detail="the sample's analysis budget was spent"),
+}
+"""What the host's replay found of the two logged statements, as grading journals it."""
 PROMPT = "Which leavers can still sign in?"
 SYSTEM = "You are an analyst.\x1b[2J Query with ispm-sql."
 REPLY = "Counting users <script>window.pwned = 1</script>"
@@ -201,7 +207,7 @@ def write_run(run_dir: Path, *, with_transcript: bool = True, result: str = RESU
                    images={"example/sdk-agent:1": "sha256:" + "ab" * 32}),
         SampleFinished(ts=iso(5), output=output(), usage=usage, transcript=ref),
         SampleGraded(ts=iso(6), task_id=TASK_ID, epoch=1, graded=True, votes=votes(), grade_s=0.5,
-                     transcript=judged),
+                     transcript=judged, replay_checks=REPLAY_CHECKS),
         RunFinished(ts=iso(7), used_s=7.0),
     ]  # fmt: skip
     with Journal(run_dir / JOURNAL_NAME) as journal:

@@ -206,14 +206,17 @@ class StructureAnalyser:
         self._remember(sql, found, finished=True)
         return found
 
-    def agent(self, texts: Sequence[str]) -> list[QueryStructure]:
-        """The structures of one sample's SQL texts, in order, within the per-query and per-sample limits.
+    def agent(self, texts: Sequence[str], *, deadline: float | None = None) -> list[QueryStructure]:
+        """The structures of one sample's SQL texts, in order, within the per-query and per-sample limits, and
+        by ``deadline`` (``time.monotonic``: the end of the sample's whole analysis budget) when given.
 
         Raises:
             CoverageError: no worker could be started.
         """
         limits = self.limits
         budget_deadline = time.monotonic() + limits.per_sample_s
+        if deadline is not None:
+            budget_deadline = min(budget_deadline, deadline)
         found: list[QueryStructure] = []
         for sql in texts:
             cached = self._cached(sql)

@@ -13,11 +13,20 @@ graded dimension, with the status as the rationale; ``incorrect`` rather than ``
 because an abstention never wins a consensus and the failure would then vanish from the score.
 Its deterministic checks are those of an empty answer (recall 0, no verdict); replay and
 coverage are not run.
+
+**The sample's analysis budget** (``SAMPLE_ANALYSIS_BUDGET_S``, docs/scoring.md): everything the host does
+with what the agent left, replay and coverage, ends within it, whatever the agent declared or logged.
+Replay runs until the budget less coverage's own share (``CoverageLimits.per_sample_s``); coverage
+until the end of the budget. What is left is recorded as not analysed with the reason (replay:
+``skipped``; coverage: an unparsed statement), the sample's ``analysis_note`` says so, and the judges
+still grade: the sample counts as graded. The entity and verdict checks are bounded by the answer's
+schema (its size and evidence count), not by time.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,12 +40,22 @@ from runner.grading.entities import EntityCheck, IdentityIndex, VerdictCheck, ch
 from runner.grading.grades import Vote
 from runner.grading.judge import Judge, JudgeInput, JudgeVote, LLMJudge, dimensions_for
 from runner.grading.reference_judge import ReferenceJudge
-from runner.grading.replay import DEFAULT_BUDGET_S, Replayer, ReplayReport
+from runner.grading.replay import (
+    DEFAULT_BUDGET_S,
+    SKIPPED_REASON,
+    LoggedCheck,
+    Replayer,
+    ReplayReport,
+    logged_checks,
+)
 from runner.grading.rubric import RubricSet, load_rubrics
 from runner.grading.slots import is_reference, slots_problem
 from runner.tasks.model import Task
 from runner.tasks.truth import TaskTruth
 from runner.world.digest import open_readonly, table_names
+
+SAMPLE_ANALYSIS_BUDGET_S = 60.0
+"""Wall time the host spends on one sample's SQL (replay and coverage together); see the module docs."""
 
 
 class GradingContext:
@@ -49,10 +68,12 @@ class GradingContext:
         budget_s: float = DEFAULT_BUDGET_S,
         rubrics: RubricSet | None = None,
         coverage_limits: CoverageLimits | None = None,
+        sample_budget_s: float = SAMPLE_ANALYSIS_BUDGET_S,
     ):
         """Open the snapshot at ``world_path`` (the ``.sqlite`` file) and read what grading needs from it.
 
-        ``coverage_limits`` bounds the structural analysis of the agent's SQL (``bounded_coverage``).
+        ``coverage_limits`` bounds the structural analysis of the agent's SQL (``bounded_coverage``);
+        ``sample_budget_s`` bounds replay and coverage of one sample together (see the module docs).
 
         Raises:
             RubricError: when the rubric files are malformed (and ``rubrics`` is not given).
@@ -65,9 +86,10 @@ class GradingContext:
             conn.close()
         self.rubrics = rubrics or load_rubrics()
         self.replayer = Replayer(world_path, budget_s=budget_s)
+        self.sample_budget_s = sample_budget_s
         self.analyser = StructureAnalyser(self.schema, coverage_limits or CoverageLimits())
 
-    def coverage(self, witness_sql: str, agent_sql: Sequence[str]) -> CoverageReport:
+    def coverage(self, witness_sql: str, agent_sql: Sequence[str], *, deadline: float | None = None) -> CoverageReport:
         """``coverage.coverage`` against this world's schema, at a bounded cost for the agent's SQL.
 
         The witness is analysed here; the agent's texts in a worker process, within the per-query
@@ -79,7 +101,7 @@ class GradingContext:
             CoverageError: when the witness holds no statement or one that cannot be parsed, or
                 the analysis worker cannot be started.
         """
-        return compare_structures(self.analyser.witness(witness_sql), self.analyser.agent(agent_sql))
+        return compare_structures(self.analyser.witness(witness_sql), self.analyser.agent(agent_sql, deadline=deadline))
 
     def close(self) -> None:
         """Close the replay connection and stop the analysis worker."""
@@ -112,6 +134,10 @@ class SampleGrade(BaseModel):
     coverage: CoverageReport | None = None
     coverage_error: str | None = None
     """Why coverage could not be measured (an unparseable witness)."""
+    analysis_note: str | None = None
+    """What the sample's analysis budget left out (not replayed, not analysed); ``None`` when nothing was."""
+    replay_checks: dict[str, LoggedCheck] = {}
+    """What the replay found of each distinct text the SQL tool logged, by ``replay.sql_key``."""
     votes: list[JudgeVote]
     """One vote per judge slot per graded dimension."""
     rubric_set_digest: str
@@ -135,6 +161,8 @@ class SampleGrade(BaseModel):
             lines.append(f"replay {r.ok} ok, {r.errors} failed, {r.refused} refused, {r.log_mismatches} log mismatches")
         if self.coverage is not None:
             lines.append(f"coverage tables {self.coverage.table_recall} joins {self.coverage.join_recall}")
+        if self.analysis_note is not None:
+            lines.append(self.analysis_note)
         lines += [f"{v.judge:<24} {v.dimension:<32} {v.grade:<10} {v.rationale}" for v in self.votes]
         return lines
 
@@ -175,6 +203,8 @@ def grade_sample(
     replay: ReplayReport | None = None
     report: CoverageReport | None = None
     coverage_error: str | None = None
+    analysis_note: str | None = None
+    started = time.monotonic()
     if answer is None:
         failure = f"status {sample.status}" + (f": {sample.error}" if sample.error else "")
         if sample.status == "ok":
@@ -185,11 +215,17 @@ def grade_sample(
     else:
         verdict = check_verdict(answer, truth)
         entities = check_entities(truth.entities, answer.evidence, context.identities)
-        replay = context.replayer.replay_sample(sample)
+        # Replay leaves coverage its own share of the sample's budget.
+        coverage_share = context.analyser.limits.per_sample_s
+        replay_by = started + max(0.0, context.sample_budget_s - coverage_share)
+        replay = context.replayer.replay_sample(sample, deadline=replay_by)
         try:
-            report = context.coverage(task.witness_sql, [q.sql for q in replay.queries])
+            report = context.coverage(
+                task.witness_sql, [q.sql for q in replay.queries], deadline=started + context.sample_budget_s
+            )
         except CoverageError as exc:
             coverage_error = str(exc)
+        analysis_note = budget_note(replay, report, context.sample_budget_s)
         item = JudgeInput(
             task=task,
             truth=truth,
@@ -212,8 +248,23 @@ def grade_sample(
         replay=replay,
         coverage=report,
         coverage_error=coverage_error,
+        analysis_note=analysis_note,
+        replay_checks=logged_checks(replay) if replay is not None else {},
         votes=votes,
         rubric_set_digest=context.rubrics.digest,
+    )
+
+
+def budget_note(replay: ReplayReport, coverage: CoverageReport | None, budget_s: float) -> str | None:
+    """What the sample's analysis budget left out, in words; ``None`` when it left nothing out."""
+    stopped = sum(q.status == "timeout" and (q.error or "").startswith(SKIPPED_REASON) for q in replay.queries)
+    unread = [why for why in (coverage.unparsed_reasons if coverage is not None else []) if "budget is spent" in why]
+    if not (replay.skipped or stopped or unread):
+        return None
+    return (
+        f"the sample's {budget_s:g} s analysis budget was spent: {replay.skipped + stopped} of "
+        f"{len(replay.queries)} distinct queries not replayed ({stopped} interrupted), {len(unread)} SQL texts "
+        "not analysed for coverage; the judges graded what was analysed"
     )
 
 

@@ -11,7 +11,10 @@ of schema-introspection pragmas. A text holding several statements is refused to
 own check, also at prepare time). A refusal is recorded with its reason as ``refused``.
 
 **Budget.** SQLite's progress handler interrupts a query once its time budget has passed; the
-query is recorded as ``timeout``. Replay keeps at most ``max_rows`` rows of one result.
+query is recorded as ``timeout``. Replay keeps at most ``max_rows`` rows of one result. A sample's
+replay as a whole may be given a ``deadline`` (the sample's analysis budget, ``runner.grading.grade``):
+a query running into it is interrupted, and every distinct text left after it is recorded as
+``skipped`` with the reason, never executed.
 
 **Digests.** ``result_digest`` is computed exactly as ``images/base/ispm-sql`` computes it: the
 ``sha256:`` of the compact, key-sorted JSON of the row lists, BLOBs as ``{"$blob": hex}``, text
@@ -47,7 +50,7 @@ from runner.contract import QueryLogEntry, SampleOutput
 from runner.world.digest import open_readonly
 
 QuerySource = Literal["declared", "logged"]
-ReplayStatus = Literal["ok", "error", "timeout", "refused"]
+ReplayStatus = Literal["ok", "error", "timeout", "refused", "skipped"]
 
 DEFAULT_BUDGET_S = 10.0
 DEFAULT_MAX_ROWS = 100_000
@@ -86,7 +89,8 @@ class ReplayedQuery(BaseModel):
     sources: list[QuerySource]
     """Where the text came from: declared in the answer, logged by the SQL tool, or both."""
     status: ReplayStatus
-    """``ok``; ``error`` (SQLite rejected or failed it); ``timeout``; ``refused`` (not a single read)."""
+    """``ok``; ``error`` (SQLite rejected or failed it); ``timeout``; ``refused`` (not a single read); ``skipped``
+    (not replayed: the sample's analysis budget was spent)."""
     error: str | None = None
     """SQLite's message, or the reason for a refusal or timeout."""
     row_count: int | None = None
@@ -103,6 +107,55 @@ class ReplayedQuery(BaseModel):
     """Whether every comparable log line agrees with the replay; ``None`` when none was comparable."""
     log_mismatch: str | None = None
     """The first disagreement, in words."""
+
+
+ReplayFinding = Literal["same", "different", "not_replayed", "not_comparable"]
+
+
+class LoggedCheck(BaseModel):
+    """What the host's replay found of one text the SQL tool logged inside the sandbox (a line the agent could have
+    written itself): the same result, a different one, or why it could not tell."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    finding: ReplayFinding
+    """``same`` rows as logged; ``different`` rows (or an error where the log has rows, or the reverse);
+    ``not_replayed`` (the sample's analysis budget was spent); ``not_comparable`` (the log line holds no result)."""
+    detail: str | None = None
+    """The difference or the reason, in words."""
+
+    def words(self) -> str:
+        """The finding as a reader sees it: ``host replay: same rows`` ..."""
+        said = {
+            "same": "same rows",
+            "different": "different rows",
+            "not_replayed": "not replayed",
+            "not_comparable": "not compared",
+        }[self.finding]
+        return f"host replay: {said}" + (f" ({self.detail})" if self.detail and self.finding != "same" else "")
+
+
+def sql_key(sql: str) -> str:
+    """The key of a SQL text among a sample's logged checks: the hex sha256 of its UTF-8 bytes."""
+    return hashlib.sha256(sql.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def logged_checks(report: ReplayReport) -> dict[str, LoggedCheck]:
+    """What the replay found of each distinct logged text, by :func:`sql_key`."""
+    found: dict[str, LoggedCheck] = {}
+    for q in report.queries:
+        if "logged" not in q.sources:
+            continue
+        if q.status == "skipped" or (q.error or "").startswith(SKIPPED_REASON):
+            check = LoggedCheck(finding="not_replayed", detail="the sample's analysis budget was spent")
+        elif q.log_match is True:
+            check = LoggedCheck(finding="same")
+        elif q.log_match is False:
+            check = LoggedCheck(finding="different", detail=q.log_mismatch)
+        else:
+            check = LoggedCheck(finding="not_comparable", detail="the log line records no result to compare")
+        found[sql_key(q.sql)] = check
+    return found
 
 
 class ReplayReport(BaseModel):
@@ -126,6 +179,8 @@ class ReplayReport(BaseModel):
     """Distinct texts whose log lines disagree with the replay."""
     budget_s: float
     """The per-query time budget used."""
+    skipped: int = 0
+    """Distinct texts not replayed because the sample's analysis budget was spent (status ``skipped``)."""
 
     def declared_ok(self) -> bool:
         """True when the answer declares at least one query and every declared query executes."""
@@ -189,13 +244,18 @@ class Replayer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def replay_sample(self, sample: SampleOutput) -> ReplayReport:
-        """Replay the declared and logged queries of ``sample``."""
+    def replay_sample(self, sample: SampleOutput, *, deadline: float | None = None) -> ReplayReport:
+        """Replay the declared and logged queries of ``sample``, all of it by ``deadline`` (``time.monotonic``)."""
         declared = sample.answer.queries if sample.answer is not None else []
-        return self.replay(declared, sample.queries)
+        return self.replay(declared, sample.queries, deadline=deadline)
 
-    def replay(self, declared: Sequence[str], log: Sequence[QueryLogEntry]) -> ReplayReport:
-        """Replay each distinct text of ``declared`` and ``log`` once and compare it with its log lines."""
+    def replay(
+        self, declared: Sequence[str], log: Sequence[QueryLogEntry], *, deadline: float | None = None
+    ) -> ReplayReport:
+        """Replay each distinct text of ``declared`` and ``log`` once and compare it with its log lines.
+
+        With ``deadline`` (``time.monotonic``), no query runs past it, and the texts left are ``skipped``.
+        """
         sources: dict[str, list[QuerySource]] = {}
         lines: dict[str, list[QueryLogEntry]] = {}
         for sql in declared:
@@ -205,7 +265,7 @@ class Replayer:
             if "logged" not in kinds:
                 kinds.append("logged")
             lines.setdefault(entry.sql, []).append(entry)
-        replayed = [self._replay_one(sql, kinds, lines.get(sql, [])) for sql, kinds in sources.items()]
+        replayed = [self._replay_one(sql, kinds, lines.get(sql, []), _left(deadline)) for sql, kinds in sources.items()]
         return ReplayReport(
             queries=replayed,
             declared=sum("declared" in q.sources for q in replayed),
@@ -215,15 +275,20 @@ class Replayer:
             refused=sum(q.status == "refused" for q in replayed),
             log_mismatches=sum(q.log_match is False for q in replayed),
             budget_s=self.budget_s,
+            skipped=sum(q.status == "skipped" for q in replayed),
         )
 
     def execute(self, sql: str) -> ReplayedQuery:
         """Execute one text (cached) and report it without sources or log comparison."""
         return self._replay_one(sql, [], [])
 
-    def _replay_one(self, sql: str, kinds: list[QuerySource], entries: list[QueryLogEntry]) -> ReplayedQuery:
-        run = self._run(sql)
-        problems = [p for p in (_compare(e, run) for e in entries) if p is not _UNCOMPARABLE]
+    def _replay_one(
+        self, sql: str, kinds: list[QuerySource], entries: list[QueryLogEntry], left_s: float | None = None
+    ) -> ReplayedQuery:
+        run = self._run(sql, left_s)
+        # A text the budget stopped or skipped was never fully replayed: no log line can be compared with it.
+        unfinished = run.error is not None and run.error.startswith(SKIPPED_REASON)
+        problems = [] if unfinished else [p for p in (_compare(e, run) for e in entries) if p is not _UNCOMPARABLE]
         mismatch = next((p for p in problems if p is not None), None)
         return ReplayedQuery(
             sql=sql,
@@ -239,19 +304,26 @@ class Replayer:
             log_mismatch=mismatch,
         )
 
-    def _run(self, sql: str) -> _Execution:
+    def _run(self, sql: str, left_s: float | None = None) -> _Execution:
         cached = self._cache.get(sql)
         if cached is not None:
             self._cache.move_to_end(sql)
             return _Execution(cached.status, cached.error, cached.rows, cached.truncated, cached.digest, 0.0)
-        run = self._execute(sql)
+        if left_s is not None and left_s <= 0:
+            return _Execution("skipped", SKIPPED_REASON, [], False, None, 0.0)
+        cut_short = left_s is not None and left_s < self.budget_s
+        run = self._execute(sql, min(self.budget_s, left_s) if left_s is not None else self.budget_s)
+        if cut_short and run.status == "timeout":
+            # Stopped by the sample's budget, not its own: says nothing about the text, so it is not cached.
+            why = f"{SKIPPED_REASON} while it ran; query interrupted"
+            return _Execution("timeout", why, [], False, None, run.duration_ms)
         if len(run.rows) <= _CACHE_MAX_ROWS:
             self._cache[sql] = run
             if len(self._cache) > _CACHE_ENTRIES:
                 self._cache.popitem(last=False)
         return run
 
-    def _execute(self, sql: str) -> _Execution:
+    def _execute(self, sql: str, budget_s: float) -> _Execution:
         started = time.monotonic()
 
         def done(
@@ -264,7 +336,7 @@ class Replayer:
         problem = _text_problem(sql)
         if problem is not None:
             return done("refused", problem)
-        deadline = started + self.budget_s
+        deadline = started + budget_s
         self._denied = None
         # Returning True makes SQLite abort the running statement with "interrupted".
         self._conn.set_progress_handler(lambda: time.monotonic() > deadline, PROGRESS_EVERY_N_OPS)
@@ -280,7 +352,7 @@ class Replayer:
             if self._denied is not None:
                 return done("refused", self._denied)
             if "interrupted" in str(exc) and time.monotonic() > deadline:
-                return done("timeout", f"time budget of {self.budget_s:g} s exceeded; query interrupted")
+                return done("timeout", f"time budget of {budget_s:g} s exceeded; query interrupted")
             return done("error", str(exc))
         finally:
             self._conn.set_progress_handler(None, 0)
@@ -303,6 +375,11 @@ class Replayer:
 
 
 _UNCOMPARABLE = "uncomparable"
+SKIPPED_REASON = "not replayed: the sample's analysis budget was spent"
+
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else deadline - time.monotonic()
 
 
 def _compare(entry: QueryLogEntry, run: _Execution) -> str | None:

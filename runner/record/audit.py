@@ -19,13 +19,12 @@ An audit of a run folder (or of a bundle, checked against its ``MANIFEST.json`` 
 from __future__ import annotations
 
 import json
-import tarfile
 import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from runner.errors import IspmError
 from runner.grading.consensus import consensus
@@ -34,7 +33,7 @@ from runner.grading.grade import GradingContext
 from runner.grading.rubric import load_rubrics
 from runner.paths import world_dir
 from runner.record.build import build_record
-from runner.record.bundle import MANIFEST_NAME, BundleManifest, sha256_bytes
+from runner.record.bundle import MANIFEST_NAME, BundleError, BundleRefused, unpack_checked
 from runner.record.model import RECORD_NAME
 from runner.run.digests import current_digests
 from runner.run.journal import JOURNAL_NAME, Entry, RunStarted, SampleFinished, SampleGraded, scan_entries
@@ -92,55 +91,30 @@ def audit(path: Path) -> AuditReport:
         report = AuditReport(source=str(path))
         with tempfile.TemporaryDirectory(prefix="ispm-audit-") as scratch:
             run_dir = _unpack(path, Path(scratch), report)
-            _audit_dir(run_dir, report)
+            if run_dir is not None:
+                _audit_dir(run_dir, report)
         return report
     raise AuditError(f"no run folder or bundle at {path}")
 
 
-def _unpack(path: Path, into: Path, report: AuditReport) -> Path:
-    """Extract the bundle at ``path`` into ``into`` after checking every file against the manifest."""
+def _unpack(path: Path, into: Path, report: AuditReport) -> Path | None:
+    """Stream the bundle at ``path`` into ``into``, checking every file against the manifest; ``None`` when the
+    bundle was refused part way (the reason is among the problems, and the run inside is not audited)."""
     try:
-        with tarfile.open(path, mode="r:gz") as tar:
-            members = tar.getmembers()
-            data: dict[str, bytes] = {}
-            for m in members:
-                if not m.isfile():
-                    raise AuditError(f"{path}: member {m.name!r} is not a regular file")
-                f = tar.extractfile(m)
-                if f is None:
-                    raise AuditError(f"{path}: member {m.name!r} has no contents")
-                data[m.name] = f.read()
-    except (OSError, tarfile.TarError, EOFError) as exc:
-        raise AuditError(f"{path} is not a readable bundle: {exc}") from exc
-    if MANIFEST_NAME not in data:
-        raise AuditError(f"{path} is not a bundle: it has no {MANIFEST_NAME}")
-    try:
-        manifest = BundleManifest.model_validate_json(data.pop(MANIFEST_NAME))
-    except ValidationError as exc:
-        raise AuditError(f"{path}: {MANIFEST_NAME} is malformed: {exc.errors()[0]['msg']}") from exc
-    prefix = f"{manifest.run}/"
-    found: dict[str, bytes] = {}
-    for name, content in data.items():
-        rel = PurePosixPath(name.removeprefix(prefix))
-        # Refuse anything that could land outside the scratch folder: the archive is untrusted input.
-        if not name.startswith(prefix) or rel.is_absolute() or ".." in rel.parts:
-            raise AuditError(f"{path}: unsafe or foreign member name {name!r}")
-        found[rel.as_posix()] = content
+        manifest, found = unpack_checked(path, into)
+    except BundleRefused as exc:
+        report.problems.append(f"bundle: {exc}")
+        report.notes.append("the run inside the bundle was not audited: the bundle was refused")
+        return None
+    except BundleError as exc:
+        raise AuditError(str(exc)) from exc
     for name in sorted(set(manifest.files) | set(found)):
         if name not in found:
             report.problems.append(f"bundle: {name} is listed in {MANIFEST_NAME} but missing from the archive")
-        elif name not in manifest.files:
-            report.problems.append(f"bundle: {name} is in the archive but not listed in {MANIFEST_NAME}")
-        elif sha256_bytes(found[name]) != manifest.files[name]:
+        elif found[name] != manifest.files[name]:
             report.problems.append(f"bundle: {name} was modified: its sha256 differs from {MANIFEST_NAME}")
     report.checks["bundle_files"] = len(found)
-    run_dir = into / manifest.run
-    for name, content in found.items():
-        target = run_dir / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return run_dir
+    return into / manifest.run
 
 
 def _audit_dir(run_dir: Path, report: AuditReport) -> None:

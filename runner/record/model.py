@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from runner.call import CallApi, CallOutcome, ModelCall, Usage
-from runner.contract import SampleStatus, SampleTimings
+from runner.contract import ResourceLimit, SampleStatus, SampleTimings
 from runner.grading.coverage import CoverageReport
 from runner.grading.grades import Dimension, Grade
 from runner.grading.model import JudgeVote
@@ -200,8 +200,14 @@ class SampleRecord(_Model):
     when the sample was not graded or coverage could not be measured."""
     coverage_error: str | None = None
     """Why coverage could not be measured."""
+    analysis_note: str | None = Field(default=None, exclude_if=lambda note: note is None)
+    """What the sample's analysis budget (docs/scoring.md) left out: queries not replayed, SQL not analysed for
+    coverage. The judges graded what was analysed. Left out of ``record.json`` when nothing was left out."""
     timings: SampleTimings
     """Wall time of each sandbox phase."""
+    limits_reached: list[ResourceLimit] = Field(default_factory=list, exclude_if=lambda limits: not limits)
+    """The sandbox's limits the sample hit, whatever its exit code: ``pids``, ``memory`` or ``output``
+    (docs/sandbox.md, 'Limits reached'). Left out of ``record.json`` when empty, as in records made before it."""
     grade_s: float
     """Wall time of grading this sample."""
     graded: bool

@@ -401,6 +401,11 @@ def failed_samples(record: RunRecord) -> list[SampleRecord]:
     return sorted((s for s in record.samples if s.status != "ok"), key=lambda s: (s.task_id, s.epoch))
 
 
+def limited_samples(record: RunRecord) -> list[SampleRecord]:
+    """Every sample that reached a sandbox limit (pids, memory, ``/output``), whatever its status."""
+    return sorted((s for s in record.samples if s.limits_reached), key=lambda s: (s.task_id, s.epoch))
+
+
 # ----------------------------------------------------------------------------------------------- rendering
 def fmt(value: float | None, digits: int = 3) -> str:
     """A number for the page; ``n/a`` for an undefined statistic."""
@@ -476,6 +481,7 @@ def render_report(
             failures=failure_counts(record),
             phases=phase_times(record),
             failed=failed_samples(record),
+            limited=limited_samples(record),
             charts=run_charts(record),
             rows=rows,
             options=filter_options(rows),

@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import tarfile
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -27,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.errors import IspmError
 from runner.record.audit import AuditReport, audit
+from runner.record.bundle import read_member
 from runner.record.model import RECORD_NAME
 from runner.world.digest import file_sha256
 
@@ -241,14 +241,12 @@ def statement_mismatches(statement: Statement, bundle: Path) -> list[str]:
 
 
 def _bundle_record(bundle: Path) -> dict[str, Any] | None:
-    try:
-        with tarfile.open(bundle, mode="r:gz") as tar:
-            for member in tar:
-                if member.isfile() and member.name.count("/") == 1 and member.name.endswith("/" + RECORD_NAME):
-                    handle = tar.extractfile(member)
-                    if handle is not None:
-                        found = json.loads(handle.read())
-                        return found if isinstance(found, dict) else None
-    except (OSError, tarfile.TarError, EOFError, ValueError):
+    # Streamed, within the record's cap (runner.record.bundle): the bundle is the submitter's.
+    raw = read_member(bundle, RECORD_NAME)
+    if raw is None:
         return None
-    return None
+    try:
+        found = json.loads(raw)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None

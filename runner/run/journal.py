@@ -22,6 +22,7 @@ from runner.contract import SampleOutput
 from runner.gateway.model import SampleUsage
 from runner.grading.coverage import CoverageReport
 from runner.grading.model import JudgeVote
+from runner.grading.replay import LoggedCheck
 from runner.run.model import JudgeDryRun
 from runner.run.spec import Digests, RunError, RunSpec
 from runner.transcript.model import TranscriptRef
@@ -125,6 +126,11 @@ class SampleGraded(_Entry):
     """Structural coverage of the witness SQL by the agent's SQL; ``None`` when not graded or not measurable."""
     coverage_error: str | None = None
     """Why coverage could not be measured (an unparseable witness)."""
+    analysis_note: str | None = None
+    """What the sample's analysis budget left out (queries not replayed, SQL not analysed); ``None`` when nothing."""
+    replay_checks: dict[str, LoggedCheck] = Field(default_factory=dict)
+    """What the host's replay found of each distinct text the SQL tool logged, by ``replay.sql_key``: how a trace
+    marks each logged statement. Empty in runs journaled before it."""
     transcript: TranscriptRef | None = None
     """The judges' model calls for this sample (docs/trace.md), written before this entry; ``None`` when no model
     judge was called."""

@@ -306,6 +306,8 @@ class _Worker:
                 grade_s=round(time.perf_counter() - started, 4),
                 coverage=result.coverage,
                 coverage_error=result.coverage_error,
+                analysis_note=result.analysis_note,
+                replay_checks=result.replay_checks,
                 transcript=self._keep(judged, task_id, epoch),
             )
         )

@@ -20,7 +20,9 @@ import contextlib
 import os
 import shutil
 import socket
+import stat
 import tempfile
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -220,7 +222,7 @@ def gateway_link(gateway: Gateway, sample_id: str) -> Iterator[tuple[Path, Secre
     Raises:
         GatewayError: the socket cannot be bound, or the sample already holds a live token.
     """
-    folder = Path(tempfile.mkdtemp(prefix="ispm-gw-"))
+    folder = Path(tempfile.mkdtemp(prefix="", dir=process_scratch()))
     # The container's keeper (uid 65534) must traverse it; the socket itself is 0666 and the token guards it.
     folder.chmod(0o755)
     try:
@@ -278,7 +280,23 @@ def owner_alive(owner: str) -> bool:
     return _process_start(int(pid_text)) == start
 
 
-def _scratch_name(pid: int) -> str:
+SCRATCH_ROOT = Path("/tmp/ispm-scratch")
+"""Where every host folder a container mounts lives: fixed and neutral (never ``$TMPDIR``, which may name a user's
+home), so the sandbox's mount table names neither the checkout, nor the run, nor the runner's process."""
+OWNER_FILE = "owner"
+"""In each process's scratch folder (never mounted): ``<pid>-<start ticks>`` of the process that owns it."""
+_UNOWNED_GRACE_S = 60.0
+"""A scratch folder without its owner file is being made, or was left by a process killed in between: swept after
+this long."""
+
+_scratch_lock = threading.Lock()
+_scratch: dict[int, Path] = {}
+"""This process's scratch folder, by pid (a forked child makes its own)."""
+_staged: dict[tuple[object, ...], Path] = {}
+"""Copies of worlds and docs folders in this process's scratch folder, by what their source was when copied."""
+
+
+def _owner_token(pid: int) -> str:
     # Scratch folders are on this host, so pid and start time name the owner.
     return f"{pid}-{_process_start(pid) or 0}"
 
@@ -288,20 +306,108 @@ def _remove_if_empty(folder: Path) -> None:
         folder.rmdir()
 
 
+def _remove_process_folder(folder: Path) -> None:
+    # Sample folders go in their own finally; what is left at a clean exit is the staged worlds and the owner file.
+    for key, path in list(_staged.items()):
+        if path.parent.parent == folder:
+            shutil.rmtree(path.parent, ignore_errors=True)
+            _staged.pop(key, None)
+    with contextlib.suppress(OSError):
+        if [p.name for p in folder.iterdir()] == [OWNER_FILE]:
+            (folder / OWNER_FILE).unlink()
+    _remove_if_empty(folder)
+
+
 def scratch_root() -> Path:
-    """Where backends keep per-sample host directories: one folder per owner, so a sweep finds orphans."""
-    return Path(tempfile.gettempdir()) / "ispm-sandbox"
+    """Where backends keep per-sample host folders: one randomly named folder per owner process, whose owner file
+    lets a sweep find orphans."""
+    return SCRATCH_ROOT
+
+
+def _checked_root() -> Path:
+    root = scratch_root()
+    with contextlib.suppress(FileExistsError):
+        root.mkdir(mode=0o1777)
+        root.chmod(0o1777)  # shared by every user's runners, like /tmp itself (the umask narrowed the mkdir)
+    found = os.lstat(root)
+    # A fixed name in a shared /tmp: someone else may have put a folder, or a link, there first.
+    shared_safely = not found.st_mode & 0o022 or found.st_mode & stat.S_ISVTX
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid not in (0, os.geteuid()) or not shared_safely:
+        raise SandboxError(f"{root} is not a folder of root's or ours that others cannot tamper with: not using it")
+    return root
+
+
+def process_scratch() -> Path:
+    """This process's scratch folder (made on first use, 0755: the engine's mounts and the agent must read it)."""
+    pid = os.getpid()
+    with _scratch_lock:
+        mine = _scratch.get(pid)
+        if mine is not None and mine.is_dir():
+            return mine
+        mine = Path(tempfile.mkdtemp(prefix="", dir=_checked_root()))
+        (mine / OWNER_FILE).write_text(_owner_token(pid), encoding="utf-8")
+        mine.chmod(0o755)
+        _scratch[pid] = mine
+        atexit.register(_remove_process_folder, mine)
+        return mine
 
 
 def make_sample_dir(spec: SandboxNaming) -> Path:
-    """A fresh per-sample host directory under this process's scratch folder (0755: the agent must read it)."""
-    mine = scratch_root() / _scratch_name(os.getpid())
-    if not mine.is_dir():
-        mine.mkdir(parents=True, exist_ok=True)
-        # Sample folders go in their own finally; this leaves no empty owner folder behind a clean exit.
-        atexit.register(_remove_if_empty, mine)
-    folder = Path(tempfile.mkdtemp(prefix=f"{spec.sample_id}-", dir=mine))
+    """A fresh, randomly named per-sample host folder in this process's scratch folder (0755: the agent reads it).
+
+    ``spec`` is only for the caller's symmetry: the name never says which sample, run or process it is.
+    """
+    del spec
+    folder = Path(tempfile.mkdtemp(prefix="", dir=process_scratch()))
     folder.chmod(0o755)
+    return folder
+
+
+def _source_key(source: Path) -> tuple[object, ...]:
+    # What the source is now: a changed file or folder is copied again, an unchanged one reused.
+    resolved = source.resolve()
+    files = sorted(p for p in resolved.rglob("*") if p.is_file()) if resolved.is_dir() else [resolved]
+    return (str(resolved), *((str(p), p.stat().st_ino, p.stat().st_size, p.stat().st_mtime_ns) for p in files))
+
+
+def _copy_readable(source: Path, target: Path) -> None:
+    # Readable by the agent's uid whatever the source's modes; the mounts are read-only anyway.
+    if source.is_dir():
+        shutil.copytree(source, target, symlinks=False)
+        for path in [target, *target.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    else:
+        shutil.copyfile(source, target)
+        target.chmod(0o644)
+
+
+def staged(source: Path, name: str) -> Path:
+    """A copy of the file or folder ``source``, named ``name``, in this process's scratch folder: what a container
+    mounts instead of ``source``, whose path may name the checkout or a user's folder. Copied once per process
+    while the source stays as it was."""
+    key = (name, *_source_key(source))
+    with _scratch_lock:
+        copy = _staged.get(key)
+    if copy is not None and copy.exists():
+        return copy
+    holder = Path(tempfile.mkdtemp(prefix="", dir=process_scratch()))
+    holder.chmod(0o755)
+    try:
+        _copy_readable(source.resolve(), holder / name)
+    except OSError as exc:
+        shutil.rmtree(holder, ignore_errors=True)
+        raise SandboxError(f"cannot copy {source} into the scratch folder: {exc}") from exc
+    with _scratch_lock:
+        _staged[key] = holder / name
+    return holder / name
+
+
+def stage_into(source: Path, folder: Path) -> Path:
+    """A copy of ``source`` as ``folder`` (a sample's own, removed with the sample): for per-sample inputs."""
+    try:
+        _copy_readable(source.resolve(), folder)
+    except OSError as exc:
+        raise SandboxError(f"cannot copy {source} into the sample's folder: {exc}") from exc
     return folder
 
 
@@ -315,12 +421,24 @@ def write_task_dir(folder: Path, spec: SampleSpec) -> None:
         path.chmod(0o644)
 
 
+def _scratch_owner_alive(folder: Path) -> bool:
+    try:
+        token = (folder / OWNER_FILE).read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        # Being made right now, or its maker was killed before it wrote the owner file.
+        with contextlib.suppress(OSError):
+            return time.time() - folder.stat().st_mtime < _UNOWNED_GRACE_S
+        return False
+    pid, _, start = token.partition("-")
+    return pid.isdigit() and _process_start(int(pid)) == start
+
+
 def sweep_scratch() -> tuple[list[str], list[str]]:
     """Remove the scratch folders of dead owners: (removed, failures).
 
     A live owner's folder is always spared, even by a sweep of every run: it holds its running samples' ``/task``,
     and a sweep from another process (``ispm sandbox sweep``) must not pull it from under them. The folders are on
-    this host, so whether the owner lives is always known.
+    this host, so whether the owner lives is always known. Folders of other users' runners are theirs to sweep.
     """
     removed: list[str] = []
     failures: list[str] = []
@@ -328,8 +446,9 @@ def sweep_scratch() -> tuple[list[str], list[str]]:
     if not root.is_dir():
         return removed, failures
     for folder in sorted(root.iterdir()):
-        pid, _, start = folder.name.partition("-")
-        if pid.isdigit() and _process_start(int(pid)) == start:
+        if folder.is_symlink() or not folder.is_dir() or folder.lstat().st_uid != os.geteuid():
+            continue
+        if _scratch_owner_alive(folder):
             continue
         try:
             shutil.rmtree(folder)

@@ -24,6 +24,7 @@ from runner.contract import (
     MAX_ANSWER_BYTES,
     Answer,
     QueryLogEntry,
+    ResourceLimit,
     SampleOutput,
     SampleStatus,
 )
@@ -79,6 +80,8 @@ class AgentEnd:
     failure: tuple[SampleStatus, str] | None = None
     """Set when the sample failed for a reason outside the agent's output (gateway path, lost output)."""
     notes: list[str] = field(default_factory=list)
+    limits_reached: list[ResourceLimit] = field(default_factory=list)
+    """The sandbox's limits the sample hit, as far as the backend can tell, whatever the exit code."""
 
 
 class TailBuffer:
@@ -344,6 +347,7 @@ def build_output(
         trace=trace,
         exit_code=end.exit_code,
         oom_killed=end.oom_killed,
+        limits_reached=list(dict.fromkeys(end.limits_reached)),
         stdout_tail=end.stdout_tail,
         stderr_tail=end.stderr_tail,
     )

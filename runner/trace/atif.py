@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from runner import __version__
 from runner.call import ReasoningBlock, TextBlock, ToolCallBlock
 from runner.trace.conversation import Message, ToolResultBlock
+from runner.trace.text import PROVENANCE, replay_words
 from runner.trace.timeline import (
     AgentStep,
     AnswerStep,
@@ -212,6 +213,7 @@ def _results(messages: Sequence[Message], ids: set[str]) -> list[AtifObservation
 
 
 def _query(q: QueryStep) -> dict[str, Any]:
+    # logged_by and replay come along: who wrote the line, and what the host's replay found of it.
     return q.model_dump(mode="json", exclude={"kind"})
 
 
@@ -283,7 +285,7 @@ def trajectory_steps(timeline: SampleTimeline, prompt: str | None) -> list[AtifS
                 step_id=0,
                 timestamp=_time(q.at),
                 source="system",
-                message=f"The SQL tool ran a statement (host query log): {q.sql}",
+                message=f"The SQL tool inside the sandbox logged a statement ({replay_words(q)}): {q.sql}",
                 observation=AtifObservation(results=[AtifObservationResult(content=outcome)]),
                 extra={"query": _query(q)},
             )
@@ -349,6 +351,7 @@ def trajectory(
                 "votes": votes,
                 "epoch_consensus": dict(consensus or {}),
                 "agent_reported_trace": reported,
+                "provenance": PROVENANCE,
             }
         },
     )

@@ -32,7 +32,8 @@ from runner.grading.grades import Grade, score
 from runner.inspect_names import METRIC, REDUCER, SCORER, TASK, qualified
 from runner.record.model import RunRecord
 from runner.trace.conversation import Message, ToolResultBlock
-from runner.trace.timeline import AnswerStep, CallStep, SampleTimeline, VoteStep
+from runner.trace.text import PROVENANCE
+from runner.trace.timeline import AnswerStep, CallStep, QueryStep, SampleTimeline, VoteStep
 
 INSPECT_LOG_VERSION = 2
 """The Inspect log format version written."""
@@ -350,6 +351,11 @@ def eval_sample(timeline: SampleTimeline, prompt: str, consensus: dict[str, Grad
             "transcript": timeline.transcript,
             "answer": answer.answer.model_dump(mode="json") if answer and answer.answer else None,
             "notes": timeline.notes,
+            "provenance": PROVENANCE,
+            # Logged inside the sandbox, each with what the host's replay found of it (docs/trace.md).
+            "sql_logged": [
+                q.model_dump(mode="json", exclude={"kind"}) for q in timeline.events if isinstance(q, QueryStep)
+            ],
         },
         model_usage=usage,
         started_at=_time(calls[0].at) if calls and calls[0].at else None,

@@ -4,7 +4,7 @@ The run report links each sample to ``samples/<task>.e<epoch>.html`` beside it, 
 the summary page stays the same size however long the conversations were. A page shows, in time order:
 
 - each model call as a card: its tokens, time and how it ended; the messages the agent added (the task, tool
-  results), by role; the reply, with its reasoning folded and its tool calls, SQL laid out by sqlglot;
+  results), by role; the reply, with its reasoning folded and its tool calls, SQL laid out as it ran (``sql_text``);
 - the SQL the tool ran, from the host's query log, between the calls where it ran;
 - the agent's own ``trace.jsonl`` entries, marked as reported by the agent (folded: Claude Code writes many);
 - the answer, then the judges' calls (folded) and every vote with its rationale.
@@ -36,6 +36,7 @@ from runner.record.report import REPORT_NAME, environment, write_report
 from runner.tasks.catalog import catalog
 from runner.tasks.model import Task
 from runner.trace.sql_text import SqlLayout, sql_of_call
+from runner.trace.text import PROVENANCE
 from runner.trace.timeline import RunSamples, SampleTimeline, read_run, sample_timeline
 from runner.transcript.model import SampleKey
 
@@ -106,6 +107,7 @@ def render_sample_page(env: Environment, timeline: SampleTimeline, title: str) -
         pretty_json=pretty_json,
         sql_of_call=sql_of_call,
         layout_sql=layout,
+        provenance=PROVENANCE,
         report_href=f"../report.html#task-{timeline.task_id}",
     )
 

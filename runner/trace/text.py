@@ -99,11 +99,24 @@ def _call(step: CallStep, sql: SqlLayout) -> Iterator[str]:
         yield from _message(step.reply, sql, None if call.caller == "candidate" else "judge")
 
 
+PROVENANCE = (
+    "model calls captured by the host (its gateway); SQL logged by the SQL tool inside the sandbox (as the agent's "
+    "user: the agent could write such a line itself), each marked as the host's replay found it; 'reported by the "
+    "agent' lines written by the agent (trace.jsonl)"
+)
+"""Who wrote each kind of line of a trace: printed with every trace, on every page and in every export."""
+
+
+def replay_words(step: QueryStep) -> str:
+    """What the host's replay found of a logged statement, in words (``inert``: the detail may quote the agent)."""
+    return inert(step.replay.words()) if step.replay is not None else "host replay: none recorded for this run"
+
+
 def _query(step: QueryStep, sql: SqlLayout) -> Iterator[str]:
     rows = f"{step.row_count} rows" + (" (cut)" if step.truncated else "")
     outcome = f"error: {cut(step.error)}" if step.error else rows
     took = f"  {step.duration_ms:.1f} ms" if step.duration_ms is not None else ""
-    yield f"{_time(step)}  SQL  {outcome}{took}"
+    yield f"{_time(step)}  SQL logged in the sandbox  {outcome}{took}  · {replay_words(step)}"
     yield from _block(cut(sql(step.sql)))
 
 
@@ -132,6 +145,7 @@ def lines(timeline: SampleTimeline, sql: SqlLayout | None = None) -> Iterator[st
         f"judges: {j.calls} calls, {j.usage.input_tokens} in / {j.usage.output_tokens} out tokens · "
         f"transcript {timeline.transcript}"
     )
+    yield f"who wrote what: {PROVENANCE}"
     for note in timeline.notes:
         yield f"note: {inert(note)}"
     for step in timeline.events:

@@ -20,7 +20,7 @@ answer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -32,6 +32,7 @@ from runner.contract import Answer, QueryLogEntry, SampleStatus
 from runner.errors import IspmError
 from runner.grading.grades import Dimension, Grade
 from runner.grading.model import JudgeFailure
+from runner.grading.replay import LoggedCheck, sql_key
 from runner.run.journal import JOURNAL_NAME, RunStarted, SampleFinished, SampleGraded, read_entries
 from runner.trace.conversation import Memo, Message, new_messages, read_request, reply_message
 from runner.transcript.model import CapReachedEvent, SampleKey, Transcript
@@ -97,7 +98,8 @@ class CallStep(_Model):
 
 
 class QueryStep(_Model):
-    """One statement the SQL tool ran, from the sample's query log."""
+    """One statement the SQL tool ran, from the sample's query log: a line ``ispm-sql`` wrote inside the sandbox, as
+    the agent's uid, so one the agent could have written itself. ``replay`` says what the host found of it."""
 
     kind: Literal["query"] = "query"
     at: datetime | None
@@ -112,6 +114,11 @@ class QueryStep(_Model):
     """How long it ran."""
     error: str | None
     """SQLite's error, when it failed."""
+    logged_by: Literal["sql_tool_in_sandbox"] = "sql_tool_in_sandbox"
+    """Always the SQL tool inside the sandbox: the host did not see it run, it replayed it."""
+    replay: LoggedCheck | None = None
+    """What the host's replay on the pristine world found of this text; ``None`` when the run recorded none (a
+    sample not graded, or a run journaled before replays were recorded)."""
 
 
 class AgentStep(_Model):
@@ -276,8 +283,8 @@ def figures_only(calls: Sequence[ModelCall]) -> list[CallStep]:
     return [CallStep(number=i, call=c, content="none") for i, c in enumerate(calls, start=1)]
 
 
-def query_steps(queries: Sequence[QueryLogEntry]) -> list[QueryStep]:
-    """The query log as steps, each timed at its start."""
+def query_steps(queries: Sequence[QueryLogEntry], checks: Mapping[str, LoggedCheck] | None = None) -> list[QueryStep]:
+    """The query log as steps, each timed at its start and marked with what the host's replay found (``checks``)."""
     steps = []
     for q in queries:
         ended = parse_time(q.ts)
@@ -290,6 +297,7 @@ def query_steps(queries: Sequence[QueryLogEntry]) -> list[QueryStep]:
                 truncated=q.truncated,
                 duration_ms=q.duration_ms,
                 error=q.error,
+                replay=(checks or {}).get(sql_key(q.sql)),
             )
         )
     return steps
@@ -370,7 +378,7 @@ def build_timeline(
     steps += calls
     if finished is not None:
         out = finished.output
-        steps += query_steps(out.queries)
+        steps += query_steps(out.queries, graded.replay_checks if graded is not None else None)
         steps += agent_steps(out.trace)
         steps.append(
             AnswerStep(

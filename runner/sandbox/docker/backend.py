@@ -28,10 +28,12 @@ from runner.sandbox.backend import (
     SweepReport,
     gateway_env,
     make_sample_dir,
+    stage_into,
+    staged,
     write_task_dir,
 )
 from runner.sandbox.collect import AgentEnd, build_output
-from runner.sandbox.docker import engine, lockdown, volume
+from runner.sandbox.docker import cgroup, engine, lockdown, volume
 from runner.sandbox.docker.engine import ENGINE_ERRORS, engine_errors, name_part
 from runner.sandbox.docker.held import HeldLayout, find_init
 from runner.sandbox.docker.keeper import KeeperLayout
@@ -75,11 +77,16 @@ class DockerBackend(Backend[DockerSample]):
         self.client = client if client is not None else engine.connect()
         self.api = self.client.api
         self.direct_read = direct_read
+        try:
+            self._pids_hierarchy = cgroup.pids_hierarchy(self.api.info())
+        except (*ENGINE_ERRORS, OSError):
+            self._pids_hierarchy = None
         self._init = find_init() if direct_read and hold_output else None
         self.holds_output = self._init is not None
         """Whether new samples use the held layout (cleared if a volume turns out not to be holdable)."""
         if sweep_on_start:
             engine.sweep(self.client, board=board, orphans_only=True)
+            cgroup.sweep(self._pids_hierarchy)
 
     def close(self) -> None:
         """Close the engine connection."""
@@ -175,14 +182,19 @@ class DockerBackend(Backend[DockerSample]):
     def _create_container(self, sample: DockerSample) -> None:
         spec, plan = sample.spec, sample.the_layout().plan()
         assert sample.volume is not None
+        # Every bind source is a copy in the neutral scratch folder: no mount names the checkout or the run.
+        world, docs = staged(spec.world_file, "world"), staged(spec.docs_dir, "docs")
         mounts = [
             Mount("/task", str(sample.folder / "task"), type="bind", read_only=True),
-            Mount(f"/world/{spec.world_file.name}", str(spec.world_file.resolve()), type="bind", read_only=True),
-            Mount("/docs", str(spec.docs_dir.resolve()), type="bind", read_only=True),
+            Mount(f"/world/{spec.world_file.name}", str(world), type="bind", read_only=True),
+            Mount("/docs", str(docs), type="bind", read_only=True),
             Mount("/output", sample.volume, type="volume", no_copy=True),
         ]
         if spec.replay_dir is not None:
-            mounts.append(Mount("/replay", str(spec.replay_dir.resolve()), type="bind", read_only=True))
+            replay = sample.folder / "replay"
+            if not replay.exists():
+                stage_into(spec.replay_dir, replay)
+            mounts.append(Mount("/replay", str(replay), type="bind", read_only=True))
         env = {"HOME": "/tmp", "ISPM_AGENT_CONTRACT": AGENT_CONTRACT}
         if spec.gateway_socket_dir is not None or plan.needs_bin:
             mounts.append(Mount(BIN_DIR, str(sample.folder / "bin"), type="bind", read_only=True))
@@ -192,12 +204,15 @@ class DockerBackend(Backend[DockerSample]):
             env |= gateway_env(spec.gateway_token.get_secret_value(), spec.gateway_model)
         env |= spec.env
         board = f"{name_part(spec.board)}-" if spec.board is not None else ""
+        if sample.cgroup is None:
+            sample.cgroup = cgroup.make(self._pids_hierarchy)
         with engine_errors("cannot create the container", spec.sample_id):
             host_config = lockdown.host_config(
                 self.api,
                 mounts=mounts,
                 tmpfs={"/tmp": lockdown.tmpfs_options(spec.tmp_bytes)},
                 pids=spec.pids,
+                cgroup_parent=sample.cgroup.parent if sample.cgroup is not None else None,
                 memory_bytes=spec.memory_bytes,
                 cpus=spec.cpus,
                 engine_init=plan.engine_init,
@@ -241,8 +256,19 @@ class DockerBackend(Backend[DockerSample]):
         if not end.timed_out and end.failure is None and end.exit_code not in (0, None):
             end.oom_killed = self._oom_seen(handle, end.exit_code)
         failed = end.timed_out or end.exit_code not in (0, None)
-        if failed and layout.pids_reached():
+        # Whatever the exit code, a limit hit is said: an agent that survived its fork bomb or a killed child.
+        oom = end.oom_killed
+        if not oom and end.failure is None and (end.timed_out or end.exit_code == 0):
+            oom = self._oom_seen(handle, 0)
+        if oom:
+            end.limits_reached.append("memory")
+        counted = handle.cgroup is not None and handle.cgroup.pids_reached(spec.pids)
+        if counted or (failed and layout.pids_reached()):
             end.notes.append(f"the pids limit of {spec.pids} was reached")
+            end.limits_reached.append("pids")
+        if handle.collectable and layout.output_full():
+            end.notes.append(f"/output is full: its cap of {spec.output_bytes} bytes was reached")
+            end.limits_reached.append("output")
         if not handle.collectable and end.failure is None:
             end.failure = ("sandbox_error", "the container stopped before its output could be collected")
         if handle.reader is not None:
@@ -289,6 +315,8 @@ class DockerBackend(Backend[DockerSample]):
         handle.streams.clear()
         if handle.layout is not None:
             handle.layout.release()
+        if handle.cgroup is not None and handle.container is None:
+            handle.cgroup.remove()
         if handle.reader is not None:
             handle.reader.join(2.0)
         shutil.rmtree(handle.folder, ignore_errors=True)

@@ -205,6 +205,12 @@ class HeldLayout:
         """As noted at the time limit, before the kill."""
         return self.pids_full
 
+    def output_full(self) -> bool:
+        """Counted through the held descriptor, which still reaches the tmpfs."""
+        if self.output_fd is None:
+            return False
+        return os.fstatvfs(self.output_fd).f_bavail == 0
+
     def read_output(self) -> dict[str, OutputFile]:
         """The tmpfs root as the held descriptor reaches it; it may no longer be mounted anywhere.
 

@@ -6,6 +6,7 @@ engine init, or a mount point in another mount namespace). Why: docs/sandbox.md,
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -169,6 +170,16 @@ class KeeperLayout:
     def pids_reached(self) -> bool:
         """Counted now: the keeper keeps the container, and its pids, alive."""
         return pids_exhausted(self.api, self.sample.container)
+
+    def output_full(self) -> bool:
+        """From the volume's mount point where this process reads it; unknown (False) when streamed."""
+        path = self.sample.volume_path
+        if not self.direct or path is None:
+            return False
+        try:
+            return os.statvfs(path).f_bavail == 0
+        except OSError:
+            return False
 
     def read_output(self) -> dict[str, OutputFile]:
         """From the volume's mount point where this process can see it, otherwise streamed with ``get_archive``.

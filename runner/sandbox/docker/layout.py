@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from runner.sandbox.backend import FORWARDER_PORT, GATEWAY_SOCKET_NAME, SampleHandle, SampleSpec
 from runner.sandbox.collect import AgentEnd, OutputFile
+from runner.sandbox.docker.cgroup import SampleCgroup
 from runner.sandbox.docker.engine import ENGINE_ERRORS
 from runner.sandbox.docker.streams import LockedTail
 from runner.sandbox.docker.volume import AGENT_UID
@@ -75,6 +76,9 @@ class Layout(Protocol):
     def pids_reached(self) -> bool:
         """Whether the agent hit the pids limit (asked only of an agent that failed or timed out)."""
 
+    def output_full(self) -> bool:
+        """Whether ``/output`` has no free block left (False where this process cannot see it)."""
+
     def read_output(self) -> dict[str, OutputFile]:
         """The files of ``/output``, each within its cap, symlinks reported and never followed.
 
@@ -105,6 +109,8 @@ class DockerSample(SampleHandle):
         """Open attach and exec sockets, closed at removal."""
         self.started_at = 0.0
         self.collectable = True
+        self.cgroup: SampleCgroup | None = None
+        """The parent cgroup that holds the pids limit and counts its hits, where there is one (:mod:`.cgroup`)."""
 
     def the_layout(self) -> Layout:
         """The sample's layout (set by ``create``)."""

@@ -28,11 +28,13 @@ def host_config(
     cpus: float,
     engine_init: bool,
     log_driver: str,
+    cgroup_parent: str | None = None,
 ) -> Any:
     """The engine's host config of a locked-down container: read-only root, no capabilities,
     ``no-new-privileges``, no network, a private IPC namespace, and caps on pids, memory (no swap) and CPU.
 
-    ``tmpfs`` maps each scratch mount point to its options (:func:`tmpfs_options`).
+    ``tmpfs`` maps each scratch mount point to its options (:func:`tmpfs_options`); ``cgroup_parent`` puts the
+    container's cgroup under one of ours (:mod:`runner.sandbox.docker.cgroup`).
     """
     return api.create_host_config(
         mounts=mounts,
@@ -49,4 +51,5 @@ def host_config(
         memswap_limit=memory_bytes,
         nano_cpus=int(cpus * 1e9),
         log_config=LogConfig(type=log_driver),
+        cgroup_parent=cgroup_parent,
     )

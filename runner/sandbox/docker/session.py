@@ -40,6 +40,7 @@ from runner.sandbox.backend import (
     LABEL_SANDBOX,
     make_sample_dir,
     owner_id,
+    staged,
 )
 from runner.sandbox.collect import CollectLimits, OutputFile
 from runner.sandbox.docker import engine, lockdown, volume
@@ -218,8 +219,8 @@ class SandboxSession:
             raise SandboxError(str(exc), sample_id=spec.session_id) from exc
         self.volume, _ = volume.create(self.api, spec)
         mounts = [
-            Mount(f"/world/{spec.world_file.name}", str(spec.world_file.resolve()), type="bind", read_only=True),
-            Mount("/docs", str(spec.docs_dir.resolve()), type="bind", read_only=True),
+            Mount(f"/world/{spec.world_file.name}", str(staged(spec.world_file, "world")), type="bind", read_only=True),
+            Mount("/docs", str(staged(spec.docs_dir, "docs")), type="bind", read_only=True),
             Mount("/output", self.volume, type="volume", no_copy=True),
         ]
         if spec.task_files is not None:
