@@ -28,7 +28,7 @@ from runner.gateway.preflight import PreflightError
 from runner.gateway.providers import PROVIDERS, Endpoint, parse_model
 from runner.gateway.server import Gateway
 from runner.run.digests import current_digests
-from runner.sandbox.backend import GATEWAY_SOCKET_NAME, SweepReport
+from runner.sandbox.backend import GATEWAY_SOCKET_NAME, SweepReport, process_scratch
 from runner.sandbox.docker import connect, engine_fault, sweep
 from runner.sandbox.transfer import engine_image_ids, load_chunks
 from runner.transcript.model import SampleKey
@@ -163,7 +163,8 @@ class NodeAgent:
         """
         if self.gateway is None:
             raise GatewayError(f"node {self.node[:12]} has no model gateway: {self.gateway_error or 'none asked for'}")
-        folder = Path(tempfile.mkdtemp(prefix="ispm-gw-"))
+        # In the process's neutral scratch folder, as on one machine: the mount names no user's path (docs/sandbox.md).
+        folder = Path(tempfile.mkdtemp(prefix="", dir=process_scratch()))
         # The container's keeper (uid 65534) must traverse it; the socket is 0666 and the token guards it.
         folder.chmod(0o755)
         try:
