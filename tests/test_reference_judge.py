@@ -227,7 +227,9 @@ def test_a_sample_declaring_1000_endless_queries_and_logging_10000_more_is_grade
     coverage_report = result.coverage
     assert coverage_report is not None
     unread = [why for why in coverage_report.unparsed_reasons if "budget is spent" in why]
-    assert unread  # coverage too stopped at the budget and said so, text by text
+    # Coverage keeps 9 s of the budget. On a busy machine it stops there and says so, text by text; on a quiet one it
+    # analyses all 11,000 short texts in time (a CI run did). Either way the note below counts what it left out.
+    assert len(unread) <= coverage_report.unparsed
     cut = [q for q in interrupted if (q.error or "").startswith(SKIPPED_REASON)]  # stopped by the sample's budget
     assert len(cut) == len(interrupted) - 5 and all("10 s exceeded" in (q.error or "") for q in interrupted[:5])
     assert result.analysis_note == (
