@@ -23,9 +23,11 @@ from runner.pipeline import RunResult, resume_run, start_run
 from runner.run.calibration import calibration_spec
 from runner.run.journal import JOURNAL_NAME, RunInterrupted, SampleGraded, read_entries
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+pytestmark = [pytest.mark.docker, pytest.mark.ray, pytest.mark.slow]
 
-TASKS = [f"ispm-{n:03d}" for n in range(1, 25)]
+TASKS = [f"ispm-{n:03d}" for n in range(1, 81)]
+"""Enough that the run is still going when the head's loss is noticed (up to ``HEAD_STOP_BOUND_S``): with 24, on a
+quiet machine the tries already placed finished the run 13 s after the head died (the workers ran on without it)."""
 UNITS = 2
 SLACK_S = 25.0
 """Room for a loaded machine on top of the bound: the stop's own Ray shutdown, the record and report."""
