@@ -181,3 +181,35 @@ def test_a_trailing_slash_redirect_names_its_path_percent_encoded(
     _, client = board
     response = client.get(path, follow_redirects=False)
     assert (response.status_code, response.headers["location"]) == (308, location)
+
+
+def test_a_submissions_api_status_is_rendered_once_until_its_row_moves_and_a_cancel_shows_at_once(
+    board: tuple[Any, TestClient],
+) -> None:
+    ctx, client = board
+    with ctx.sessions() as session:
+        secret = create_token(session, "poller", open_limit=2)
+    with ctx.sessions() as session, session.begin():
+        token_id = session.query(Token.id).filter(Token.submitter == "poller").scalar()
+    sub_id = _add(ctx, "running")
+    with ctx.sessions() as session, session.begin():
+        session.execute(update(Submission).where(Submission.id == sub_id).values(token_id=token_id))
+    keyed: PageCache = client.app.state.board.keyed  # type: ignore[attr-defined]
+    before = keyed.renders
+    polled = [client.get(f"/api/v1/submissions/{sub_id}") for _ in range(20)]
+    assert {(r.status_code, r.headers["content-type"]) for r in polled} == {(200, "application/json")}
+    assert {r.json()["samples_done"] for r in polled} == {0} and keyed.renders == before + 1
+    # The board's worker (another process) moves the row: the next check renders it again.
+    with ctx.sessions() as session, session.begin():
+        session.execute(update(Submission).where(Submission.id == sub_id).values(samples_done=3, updated_at=utcnow()))
+    time.sleep(RECHECK_S + 0.1)
+    deadline = time.monotonic() + 5  # served as it was while its row is checked, then as it is
+    while (shown := client.get(f"/api/v1/submissions/{sub_id}").json())["samples_done"] != 3:
+        assert time.monotonic() < deadline, shown
+        time.sleep(0.05)
+    assert keyed.renders == before + 2
+    # A cancel through this process shows on the very next request.
+    cancelled = client.delete(f"/api/v1/submissions/{sub_id}", headers={"authorization": f"Bearer {secret}"})
+    assert cancelled.status_code == 200
+    assert client.get(f"/api/v1/submissions/{sub_id}").json()["state"] == "cancelled"
+    assert client.get("/api/v1/submissions/424242").status_code == 404

@@ -27,7 +27,7 @@ from runner.board.quarantine import board_tag, check_image, load_image, remove_i
 from runner.board.states import CLOSED, SubmissionState
 from runner.board.tokens import authenticate, bearer
 from runner.board.upload import ReceivedImage, receive_image, upload_folder
-from runner.board.views.shared import BoardSite
+from runner.board.views.shared import BoardSite, json_page
 from runner.sandbox.image_archive import ArchiveLimits
 
 
@@ -154,10 +154,21 @@ class SubmissionApi:
         sub = await anyio.to_thread.run_sync(self.board.submission, sub_id)
         return JSONResponse(self.board.view(sub, request).model_dump(mode="json"), status_code=202)
 
-    def status(self, request: Request) -> Response:
-        """One submission's state, progress and links."""
-        sub = self.board.submission(inputs.submission_id(request.path_params["id"]))
-        return JSONResponse(self.board.view(sub, request).model_dump(mode="json"))
+    async def status(self, request: Request) -> Response:
+        """One submission's state, progress and links: from memory until its row moves, as its status page."""
+        board = self.board
+        sub_id = inputs.submission_id(request.path_params["id"])
+        base = board.base(request)
+        route = f"/api/v1/submissions/{sub_id} at {base}"  # the status URL in it names the board's address
+        if not board.keyed.holds(route):
+            await anyio.to_thread.run_sync(board.submission, sub_id)  # a 404 for no such submission, never cached
+
+        def render() -> str:
+            view = board.view(board.submission(sub_id), request)
+            return view.model_dump_json()
+
+        page = await board.keyed.page(route, render, lambda: board.row_stamp(sub_id))
+        return json_page(request, page)
 
     def cancel(self, request: Request) -> Response:
         """Cancel one of the token's submissions not yet auditing."""
@@ -170,4 +181,5 @@ class SubmissionApi:
         if sub.worker is None and sub.image_tag:
             remove_image(sub.image_tag)  # no worker holds it, so nothing runs the image; else its worker removes it
         self.board.cache.changed()
+        self.board.keyed.changed()  # this status, and its page, are checked again at their next request
         return JSONResponse(self.board.view(sub, request).model_dump(mode="json"))

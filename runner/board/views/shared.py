@@ -165,6 +165,14 @@ def html(request: Request, page: RenderedPage) -> Response:
     return Response(page.html, media_type="text/html; charset=utf-8", headers={"vary": "accept-encoding"})
 
 
+def json_page(request: Request, page: RenderedPage) -> Response:
+    """``page``, a JSON document kept in a page cache, gzipped for a client that accepts it."""
+    headers = {"vary": "accept-encoding"}
+    if "gzip" in request.headers.get("accept-encoding", ""):
+        return Response(page.gzipped, media_type="application/json", headers=headers | {"content-encoding": "gzip"})
+    return Response(page.html, media_type="application/json", headers=headers)
+
+
 def present(path: Path) -> Path:
     """``path``, or a 404 when it is gone (a board whose files were moved must not answer 500)."""
     if not path.is_file():
