@@ -34,12 +34,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from runner import __version__
 from runner.cluster.driver import RayRunner, stage_image
 from runner.cluster.loopback import loopback_cluster
 from runner.cluster.model import NodeExpectations
 from runner.contract import SampleOutput
-from runner.run.digests import current_digests
 from runner.run.recordings import write_recordings
 from runner.sandbox.backend import SampleSpec
 from runner.sandbox.docker import DockerBackend
@@ -177,7 +175,9 @@ def ship(rounds: int) -> None:
     with (
         spare_engine() as engine,
         loopback_cluster(1, 1, {"DOCKER_HOST": engine.host}) as (cluster, _),
-        RayRunner.connect(cluster.address, "bench-ship", _expected({}), candidate=None) as runner,
+        RayRunner.connect(
+            cluster.address, "bench-ship", NodeExpectations.of_this_install({}), candidate=None
+        ) as runner,
     ):
         (agent,) = runner.agents.values()
         for name, tag in tags.items():
@@ -206,17 +206,6 @@ def ship(rounds: int) -> None:
     main.close()
 
 
-def _expected(images: dict[str, str]) -> NodeExpectations:
-    digests = current_digests()
-    return NodeExpectations(
-        runner_version=__version__,
-        world_logical=digests.world_logical,
-        task_set=digests.task_set,
-        ground_truth=digests.ground_truth,
-        images=images,
-    )
-
-
 def main() -> None:
     # Run as a script, this file's folder comes first on sys.path, and this file (ray.py) would shadow the ray
     # package: every ray import is inside a function, so dropping the folder here is early enough.
@@ -232,14 +221,7 @@ def main() -> None:
     client = docker.from_env()
     image_id = str(client.images.get(image).id)
     client.close()
-    digests = current_digests()
-    expected = NodeExpectations(
-        runner_version=__version__,
-        world_logical=digests.world_logical,
-        task_set=digests.task_set,
-        ground_truth=digests.ground_truth,
-        images={image: image_id},
-    )
+    expected = NodeExpectations.of_this_install({image: image_id})
     tasks, truths = catalog().by_id, catalog().truths
     with tempfile.TemporaryDirectory() as tmp:
         replay = write_recordings([tasks[t] for t in TASKS], truths, Path(tmp) / "replay")

@@ -29,7 +29,6 @@ from docker_fixtures import containers_of
 from fake_provider import FakeProvider, Reply, openai_completion
 from loopback_cluster import LOOPBACK, environment, loopback_cluster
 
-from runner import __version__
 from runner.cluster import SANDBOX_RESOURCE
 from runner.cluster.connection import connected
 from runner.cluster.driver import RayRunner, stage_image
@@ -38,7 +37,6 @@ from runner.gateway.preflight import PreflightError, preflight
 from runner.paths import tasks_dir
 from runner.pipeline import LOG_NAME, RunResult, image_ids, resume_run, start_run
 from runner.run.calibration import calibration_spec
-from runner.run.digests import current_digests
 from runner.run.journal import JOURNAL_NAME, SampleFinished, SampleGraded, read_entries
 from runner.run.spec import RunSpec
 from runner.sandbox.backend import SampleSpec
@@ -107,17 +105,6 @@ def _one_model_sample() -> RunSpec:
 
 def _graded(run_dir: Path) -> list[tuple[str, int]]:
     return [(e.task_id, e.epoch) for e in read_entries(run_dir / JOURNAL_NAME) if isinstance(e, SampleGraded)]
-
-
-def _expectations(images: dict[str, str]) -> NodeExpectations:
-    digests = current_digests()
-    return NodeExpectations(
-        runner_version=__version__,
-        world_logical=digests.world_logical,
-        task_set=digests.task_set,
-        ground_truth=digests.ground_truth,
-        images=images,
-    )
 
 
 def _calibration(nodes: Nodes, run_dir: Path, agent: str = "replay", tasks: list[str] | None = SUBSET) -> RunResult:
@@ -202,7 +189,7 @@ def test_calibration_across_the_cluster_scores_as_on_one_machine_on_both_workers
 def test_a_cluster_whose_every_node_is_refused_does_not_run_naming_each(nodes: Nodes) -> None:
     tag = resolve_image("replay")
     (real,) = image_ids(calibration_spec("replay", tasks=SUBSET)).values()
-    expected = _expectations({tag: "sha256:" + "0" * 64})
+    expected = NodeExpectations.of_this_install({tag: "sha256:" + "0" * 64})
     with pytest.raises(ClusterError, match="every sandbox node of the cluster was refused") as caught:
         RayRunner.connect(nodes.address, "refused", expected, candidate=None)
     assert sorted(caught.value.problems) == sorted(
@@ -296,7 +283,7 @@ def test_a_resume_probes_the_candidate_once_for_nodes_that_share_a_key(nodes: No
     # A resume runs no preflight: its only probes are the nodes' checks, which nodes on one key and endpoint share.
     seen = len(nodes.provider.seen)
     nodes.provider.push(Reply(body=openai_completion("ok", model="cand-2026-11-01")))
-    expected = _expectations({}).model_copy(update={"candidate_model": "cand-2026-11-01"})
+    expected = NodeExpectations.of_this_install({}).model_copy(update={"candidate_model": "cand-2026-11-01"})
     with RayRunner.connect(nodes.address, "probe-once", expected, candidate="openai/cand") as cluster:
         admitted = set(cluster.agents)
     assert admitted == nodes.worker_ids() and cluster.left_out == {}
@@ -325,7 +312,7 @@ def test_the_sample_limit_holds_on_the_node(nodes: Nodes) -> None:
         task_files=agent_files(task),
         time_limit_s=2.0,
     )
-    with RayRunner.connect(nodes.address, spec.run_id, _expectations({}), candidate=None) as cluster:
+    with RayRunner.connect(nodes.address, spec.run_id, NodeExpectations.of_this_install({}), candidate=None) as cluster:
         started = time.monotonic()
         ran = cluster.run_sample(spec)
         took = time.monotonic() - started
@@ -353,7 +340,7 @@ def test_an_image_ships_through_the_object_store_in_chunks_and_loads_on_a_node(n
 
     tag = f"ispm-test/shipped:{secrets.token_hex(4)}"
     client = docker.from_env()
-    expected = _expectations({})
+    expected = NodeExpectations.of_this_install({})
     try:
         image_id = _tiny_image(client, tag)
         with RayRunner.connect(nodes.address, "ship", expected, candidate=None) as cluster:

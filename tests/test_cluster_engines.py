@@ -22,13 +22,11 @@ from docker_fixtures import containers_of
 from loopback_cluster import LOOPBACK, environment, loopback_cluster
 from second_engine import Engine, second_engine
 
-from runner import __version__
 from runner.cluster import SANDBOX_RESOURCE, driver
 from runner.cluster.driver import RayRunner
 from runner.cluster.model import NodeExpectations
 from runner.pipeline import LOG_NAME, RunResult, image_ids, resume_run, start_run
 from runner.run.calibration import calibration_spec
-from runner.run.digests import current_digests
 from runner.run.journal import JOURNAL_NAME, SampleFinished, SampleGraded, read_entries
 from runner.sandbox.transfer import engine_image_ids
 from runner.sandbox.trial import resolve_image
@@ -131,16 +129,8 @@ def test_an_engine_stopped_mid_run_is_the_nodes_fault_and_its_samples_run_on_a_h
         target=lambda: found.setdefault("result", start_run(spec, run_dir, ray_address=cluster.address)), daemon=True
     )
     thread.start()
-    caught = False
     try:
-        client = engine.client(timeout=5)
-        deadline = time.monotonic() + 180
-        while not caught and thread.is_alive() and time.monotonic() < deadline:
-            with contextlib.suppress(Exception):  # it may answer slowly while it starts a sandbox
-                caught = bool(client.api.containers(filters={"label": "ispm.sandbox", "status": "running"}))
-            if not caught:
-                time.sleep(0.02)
-        client.close()
+        caught = _caught_running(engine, thread)
         engine.stop()  # SIGTERM while it runs a sample
     finally:
         thread.join(timeout=300)
@@ -167,14 +157,7 @@ def test_an_engine_stopped_mid_run_is_the_nodes_fault_and_its_samples_run_on_a_h
 
 
 def _expectations() -> NodeExpectations:
-    digests = current_digests()
-    return NodeExpectations(
-        runner_version=__version__,
-        world_logical=digests.world_logical,
-        task_set=digests.task_set,
-        ground_truth=digests.ground_truth,
-        images=image_ids(calibration_spec("replay", tasks=TASKS, backend="ray")),
-    )
+    return NodeExpectations.of_this_install(image_ids(calibration_spec("replay", tasks=TASKS, backend="ray")))
 
 
 def test_a_load_that_hangs_past_its_limit_leaves_the_node_out(

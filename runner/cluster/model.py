@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from runner import __version__
 from runner.contract import SampleOutput
 from runner.errors import IspmError
 from runner.gateway.model import SampleUsage
+from runner.run.digests import current_digests
 from runner.transcript.storage import EncodedPart
 
 
@@ -58,6 +60,19 @@ class NodeExpectations(_Model):
     candidate_model: str | None = None
     """The model id ``run_started`` recorded for the candidate (preflight's probe); a node's own probe must return
     the same. ``None`` when the run has no candidate, or any answer will do."""
+
+    @classmethod
+    def of_this_install(cls, images: dict[str, str]) -> NodeExpectations:
+        """What this install's own version and digests are, with ``images``: for checks made outside a run (the
+        bench, tests), where no ``run_started`` recorded them."""
+        digests = current_digests()
+        return cls(
+            runner_version=__version__,
+            world_logical=digests.world_logical,
+            task_set=digests.task_set,
+            ground_truth=digests.ground_truth,
+            images=images,
+        )
 
 
 class NodeCheck(_Model):
