@@ -85,13 +85,7 @@ def test_a_publish_shows_at_the_next_check_and_renders_once(
 
 def test_a_cancel_through_the_api_shows_on_the_very_next_request(board: tuple[Any, TestClient]) -> None:
     ctx, client = board
-    with ctx.sessions() as session:
-        secret = create_token(session, "owner", open_limit=2)
-    with ctx.sessions() as session, session.begin():
-        token_id = session.query(Token.id).filter(Token.submitter == "owner").scalar()
-    sub_id = _add(ctx, "queued")
-    with ctx.sessions() as session, session.begin():
-        session.execute(update(Submission).where(Submission.id == sub_id).values(token_id=token_id))
+    secret, sub_id = _owned(ctx, "owner", "queued")
     assert 'id="not-published"' not in client.get("/leaderboard").text
     cancelled = client.delete(f"/api/v1/submissions/{sub_id}", headers={"authorization": f"Bearer {secret}"})
     assert cancelled.status_code == 200
@@ -118,6 +112,18 @@ def test_a_page_is_gzipped_for_a_client_that_accepts_it(board: tuple[Any, TestCl
     zipped = client.get("/leaderboard", headers={"accept-encoding": "gzip"})
     assert (plain.headers.get("content-encoding"), zipped.headers["content-encoding"]) == (None, "gzip")
     assert zipped.text == plain.text  # the client decodes it
+
+
+def _owned(ctx: Any, submitter: str, state: str) -> tuple[str, int]:
+    """A new token of ``submitter`` and a submission of it in ``state``: the token's secret and the submission."""
+    with ctx.sessions() as session:
+        secret = create_token(session, submitter, open_limit=2)
+    with ctx.sessions() as session, session.begin():
+        token_id = session.query(Token.id).filter(Token.submitter == submitter).scalar()
+    sub_id = _add(ctx, state)
+    with ctx.sessions() as session, session.begin():
+        session.execute(update(Submission).where(Submission.id == sub_id).values(token_id=token_id))
+    return secret, sub_id
 
 
 def _published_copy(ctx: Any, gold_run: Path, tmp_path: Path) -> tuple[str, Path]:
@@ -187,13 +193,7 @@ def test_a_submissions_api_status_is_rendered_once_until_its_row_moves_and_a_can
     board: tuple[Any, TestClient],
 ) -> None:
     ctx, client = board
-    with ctx.sessions() as session:
-        secret = create_token(session, "poller", open_limit=2)
-    with ctx.sessions() as session, session.begin():
-        token_id = session.query(Token.id).filter(Token.submitter == "poller").scalar()
-    sub_id = _add(ctx, "running")
-    with ctx.sessions() as session, session.begin():
-        session.execute(update(Submission).where(Submission.id == sub_id).values(token_id=token_id))
+    secret, sub_id = _owned(ctx, "poller", "running")
     keyed: PageCache = client.app.state.board.keyed  # type: ignore[attr-defined]
     before = keyed.renders
     polled = [client.get(f"/api/v1/submissions/{sub_id}") for _ in range(20)]

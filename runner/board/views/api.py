@@ -27,7 +27,7 @@ from runner.board.quarantine import board_tag, check_image, load_image, remove_i
 from runner.board.states import CLOSED, SubmissionState
 from runner.board.tokens import authenticate, bearer
 from runner.board.upload import ReceivedImage, receive_image, upload_folder
-from runner.board.views.shared import BoardSite, json_page
+from runner.board.views.shared import BoardSite, served
 from runner.sandbox.image_archive import ArchiveLimits
 
 
@@ -168,7 +168,7 @@ class SubmissionApi:
             return view.model_dump_json()
 
         page = await board.keyed.page(route, render, lambda: board.row_stamp(sub_id))
-        return json_page(request, page)
+        return served(request, page, "application/json")
 
     def cancel(self, request: Request) -> Response:
         """Cancel one of the token's submissions not yet auditing."""

@@ -159,18 +159,15 @@ def label(sub: Submission) -> str:
 
 def html(request: Request, page: RenderedPage) -> Response:
     """``page``, gzipped for a client that accepts it."""
+    return served(request, page, "text/html; charset=utf-8")
+
+
+def served(request: Request, page: RenderedPage, media_type: str) -> Response:
+    """A cached document of ``media_type``, gzipped for a client that accepts it."""
     if "gzip" in request.headers.get("accept-encoding", ""):
         headers = {"content-encoding": "gzip", "vary": "accept-encoding"}
-        return Response(page.gzipped, media_type="text/html; charset=utf-8", headers=headers)
-    return Response(page.html, media_type="text/html; charset=utf-8", headers={"vary": "accept-encoding"})
-
-
-def json_page(request: Request, page: RenderedPage) -> Response:
-    """``page``, a JSON document kept in a page cache, gzipped for a client that accepts it."""
-    headers = {"vary": "accept-encoding"}
-    if "gzip" in request.headers.get("accept-encoding", ""):
-        return Response(page.gzipped, media_type="application/json", headers=headers | {"content-encoding": "gzip"})
-    return Response(page.html, media_type="application/json", headers=headers)
+        return Response(page.gzipped, media_type=media_type, headers=headers)
+    return Response(page.html, media_type=media_type, headers={"vary": "accept-encoding"})
 
 
 def present(path: Path) -> Path:
