@@ -35,8 +35,9 @@ $(BINARY_STAMP): $(STAMP)
 binary: $(BINARY_STAMP)
 	$(BIN)/python -m runner.binary
 
-# Calibration, not an official run: every task in Docker, gold replay, ref judge in both slots, 1 epoch.
-demo: $(STAMP) images
+# Calibration, not an official run: every task in Docker, gold replay, ref judge in both slots, 1 epoch. It builds only
+# the images it runs (the base and the replay agent); the other agents are built the first time a run names them.
+demo: $(STAMP)
 	$(BIN)/ispm demo
 
 official-env:
@@ -90,6 +91,7 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict images/agents/reference/agent.py
 	$(BIN)/mypy --strict images/agents/claude-code/agent.py
 	$(BIN)/mypy --strict images/agents/openai-agents/agent.py
+	$(BIN)/mypy --strict images/agents/mini-swe-agent/agent.py
 
 world: $(STAMP)
 	$(BIN)/ispm world build
