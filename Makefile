@@ -108,6 +108,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/sample_pages.py
 	$(BIN)/python bench/grading.py
 	$(BIN)/python bench/sandbox.py
+	$(BIN)/python bench/agents.py
 	$(BIN)/python bench/analytics.py
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/ray.py
