@@ -27,11 +27,13 @@ from urllib.parse import urlsplit
 import docker
 import pytest
 from claude_code_script import claude_code_turns, claude_responder, tool_names
+from click.testing import CliRunner
 from docker_fixtures import docker_backend
 from fake_provider import FakeProvider, Seen, ToolCall, Turn, Usage, point_clients_at, total_usage
 
 from runner import paths
 from runner.call import ModelCall, TextBlock, ToolCallBlock
+from runner.cli import main
 from runner.contract import Answer, SampleOutput
 from runner.gateway.model import ClientSettings
 from runner.gateway.server import Gateway, SampleUsage
@@ -320,6 +322,33 @@ def test_mini_swe_agent_completes_a_scripted_investigation(
     assert [json.loads(c)["command"] for c in commands] == [MINI_SQL_COMMAND, MINI_ANSWER_COMMAND]
     assert out.trace[-1] == {"event": "end", "exit_status": "Submitted", "api_calls": 2, "mini_version": "2.4.6"}
     assert OPENAI_MARKER not in out.model_dump_json() and ANTHROPIC_MARKER not in out.model_dump_json()
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_ispm_run_names_mini_swe_agent_and_completes_a_sample(
+    fake: FakeProvider, refs: dict[str, ImageRef], tmp_path: Path
+) -> None:
+    """`ispm run --agent-image mini-swe-agent`, as a user types it: preflight, the sample, grading, the record."""
+    turns = iter(MINI_TURNS)
+    # The agent's requests carry its bash tool; preflight's probe does not, and gets the fake's canned answer.
+    fake.responder = lambda seen: next(turns) if isinstance(seen.body, dict) and seen.body.get("tools") else None
+    run_dir = tmp_path / "run"
+    done = CliRunner().invoke(main, [
+        "run", "--agent-image", "mini-swe-agent", "--candidate", "openai/gpt-scripted-1", "--judge", "ref#1",
+        "--judge", "ref#2", "--task", TASK_ID, "--epochs", "1", "--concurrency", "1", "--run-dir", str(run_dir),
+    ])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    record = json.loads((run_dir / "record.json").read_text())
+    assert record["images"] == {refs["agent-mini-swe-agent"].tag: refs["agent-mini-swe-agent"].id}
+    (sample,) = record["samples"]
+    assert sample["status"] == "ok", sample.get("error")
+    assert sample["queries_declared"] == [SQL]
+    scripted = MINI_TURNS[0].usage + MINI_TURNS[1].usage
+    agent = sample["agent"]
+    assert (agent["requests"], agent["input_tokens"], agent["output_tokens"], agent["cached_tokens"]) == (
+        2, scripted.input_tokens, scripted.output_tokens, scripted.cached_tokens,
+    )  # fmt: skip
 
 
 @pytest.mark.docker
