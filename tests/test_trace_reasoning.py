@@ -9,12 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
+from inspect_ai.log import read_eval_log
+from inspect_ai.model import ContentReasoning
 from openai.types.responses import Response
-from trace_runs import PROMPT, SQL, at, write_run
+from trace_runs import KEY, PROMPT, SQL, at, task_set, write_run
 
 from runner.call import Body, ModelCall, ReasoningBlock, Usage
 from runner.cli import main
 from runner.gateway.protocols.responses import ResponsesReader
+from runner.trace.export import write_inspect
+from runner.trace.sample_page import SAMPLES_DIR, write_report_and_pages
 from runner.trace.text import WITHHELD
 
 SUMMARY = "Count the Okta users by status first."
@@ -91,3 +95,22 @@ def test_reasoning_sent_back_with_a_summary_reads_as_its_summary() -> None:
         ReasoningBlock(text="", redacted=True),  # nothing readable at all
         ReasoningBlock(text="plain", redacted=False),  # a summary without encrypted content
     ]
+
+
+def test_the_inspect_export_shows_the_summary_of_encrypted_reasoning(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", agent_calls=responses_calls())
+    log = read_eval_log(str(write_inspect(run, tmp_path / "out", task_set())))
+    assert log.samples is not None
+    (sample,) = log.samples
+    found = [c for m in sample.messages if m.role == "assistant" and not isinstance(m.content, str)
+             for c in m.content if isinstance(c, ContentReasoning)]  # fmt: skip
+    assert [(c.summary, c.redacted, c.reasoning) for c in found] == [(SUMMARY, True, "")]
+    assert found[0].text == f"<think>{SUMMARY}</think>"  # what Inspect itself shows and replays
+
+
+def test_the_sample_page_shows_the_summary_and_says_what_is_withheld(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", agent_calls=responses_calls())
+    write_report_and_pages(run, tasks=task_set())
+    page = (run / SAMPLES_DIR / f"{KEY.label()}.html").read_text(encoding="utf-8")
+    assert "<summary>reasoning (its summary; the encrypted part is withheld)</summary>" in page
+    assert SUMMARY in page and ENCRYPTED not in page
