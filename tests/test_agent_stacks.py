@@ -22,6 +22,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import docker
@@ -315,10 +316,12 @@ def test_mini_swe_agent_completes_a_scripted_investigation(
             input={"command": MINI_SQL_COMMAND},
         ),
     ]  # fmt: skip
-    assert SQL in calls[0].response.blocks[1].arguments
+    tool = calls[0].response.blocks[1]
+    assert isinstance(tool, ToolCallBlock) and SQL in tool.arguments
 
     # Its trajectory is the trace: the model's two bash calls, then how it ended.
-    commands = [c["function"]["arguments"] for e in out.trace for c in e.get("tool_calls") or []]
+    calls_made: list[Any] = [c for e in out.trace for c in e.get("tool_calls") or []]  # type: ignore[attr-defined]
+    commands = [c["function"]["arguments"] for c in calls_made]
     assert [json.loads(c)["command"] for c in commands] == [MINI_SQL_COMMAND, MINI_ANSWER_COMMAND]
     assert out.trace[-1] == {"event": "end", "exit_status": "Submitted", "api_calls": 2, "mini_version": "2.4.6"}
     assert OPENAI_MARKER not in out.model_dump_json() and ANTHROPIC_MARKER not in out.model_dump_json()

@@ -57,7 +57,7 @@ def responses_calls() -> list[ModelCall]:
     done = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
             "content": [{"type": "output_text", "text": "Done.", "annotations": []}]}  # fmt: skip
     reader.read_body(responses_body([done]))
-    common = {"caller": "candidate", "api": "responses", "provider_api": "responses", "requested_model": "gpt-x",
+    common: dict[str, Any] = {"caller": "candidate", "api": "responses", "provider_api": "responses", "requested_model": "gpt-x",
               "returned_model": "gpt-x-2026", "stream": False, "status": 200, "outcome": "ok"}  # fmt: skip
     return [
         ModelCall(seq=0, started_at=at(1), latency_s=0.5, usage=Usage(input_tokens=120, output_tokens=30),
