@@ -405,6 +405,7 @@ def needed_specs(names: Iterable[str] | None = None) -> list[ImageSpec]:
     """
     if names is None:
         return list(SPECS)
+    names = list(names)  # read twice below
     by_name = {spec.name: spec for spec in SPECS}
     unknown = sorted(set(names) - set(by_name))
     if unknown:
