@@ -352,6 +352,11 @@ def test_ispm_run_names_mini_swe_agent_and_completes_a_sample(
     assert (agent["requests"], agent["input_tokens"], agent["output_tokens"], agent["cached_tokens"]) == (
         2, scripted.input_tokens, scripted.output_tokens, scripted.cached_tokens,
     )  # fmt: skip
+    # What a user reads: `ispm trace` shows the bash tool call with its command, and the SQL laid out under it.
+    trace = CliRunner().invoke(main, ["trace", str(run_dir), "--task", TASK_ID, "--text"])
+    assert trace.exit_code == 0, trace.output
+    assert f"tool call bash (call_sql): {json.dumps({'command': MINI_SQL_COMMAND})}" in trace.stdout
+    assert "FROM okta_users" in trace.stdout and "SQL logged in the sandbox" in trace.stdout
 
 
 @pytest.mark.docker
