@@ -437,6 +437,38 @@ def test_openai_agents_runs_on_an_anthropic_candidate(
     assert tool_result["type"] == "tool_result" and '"columns": ["status", "n"]' in str(tool_result["content"])
 
 
+@pytest.mark.docker
+@pytest.mark.slow
+def test_mini_swe_agent_runs_on_an_anthropic_candidate(
+    docker_backend: DockerBackend,
+    fake: FakeProvider,
+    refs: dict[str, ImageRef],
+    task: Task,
+    world_db: sqlite3.Connection,
+) -> None:
+    """mini-swe-agent speaks chat completions; the candidate speaks Messages: translated both ways. With a Claude
+    name it also marks its last message with cache_control (mini-swe-agent's default for such names)."""
+    fake.push(*MINI_TURNS)
+    with Gateway("anthropic/claude-scripted-1", settings=SETTINGS) as gateway:
+        spec = make_spec(task, refs["agent-mini-swe-agent"].tag, "claude-scripted-1")
+        out, usage = run_with_gateway(docker_backend, gateway, spec)
+        builder = gateway.transcript(spec.sample_id)
+
+    assert_the_investigation_succeeded(out, usage, fake, world_db)
+    for seen in fake.seen:
+        assert (seen.method, seen.path) == ("POST", "/v1/messages")
+        assert seen.body["model"] == "claude-scripted-1"
+    assert {(c.api, c.provider_api, c.requested_model) for c in usage.calls} == {
+        ("chat", "messages", "claude-scripted-1")
+    }
+    tool_result = fake.seen[1].body["messages"][-1]["content"][0]
+    assert tool_result["type"] == "tool_result" and tool_result["tool_use_id"] == "call_sql"
+    assert builder is not None
+    data = builder.encode(RUN, SampleKey(task_id=TASK_ID, epoch=1))
+    sent = next(e for e in resolve(read_stored(data, "test"), "test") if isinstance(e, ModelCall)).request
+    assert sent is not None and '"cache_control": {"type": "ephemeral"}' in json.dumps(sent.content)
+
+
 # -- the images ------------------------------------------------------------------------------------------------
 
 STACKS = {
