@@ -25,6 +25,9 @@ RULES: dict[str, tuple[frozenset[str | None], tuple[str, ...], tuple[str, ...]]]
         ("bash_", "text_editor_", "computer_", "memory_"),
         ("mcp_servers", "container"),
     ),
+    # A Gemini tool has no type: it is an object whose keys say what it holds (functionDeclarations, googleSearch,
+    # codeExecution, urlContext...), each read as the tool's type; the API takes camelCase and snake_case keys.
+    "gemini": (frozenset({"functionDeclarations", "function_declarations"}), (), ()),
 }
 
 
@@ -38,11 +41,24 @@ def refusal(api: Api, body: dict[str, Any]) -> str | None:
     if not isinstance(tools, list):
         return None
     for i, tool in enumerate(tools):
-        kind = tool.get("type") if isinstance(tool, dict) else None
-        if kind in allowed or (isinstance(kind, str) and client_prefixes and kind.startswith(client_prefixes)):
-            continue
-        return (
-            f"tools[{i}] has type {kind!r}, a tool the provider runs itself (outside the sandbox); "
-            "only tools the agent runs are allowed: function and custom tools"
-        )
+        for kind in _kinds(api, tool):
+            if kind in allowed or (isinstance(kind, str) and client_prefixes and kind.startswith(client_prefixes)):
+                continue
+            if api == "gemini":
+                return (
+                    f"tools[{i}] has {kind!r}, a tool the provider runs itself (outside the sandbox); only "
+                    "functionDeclarations are allowed: leave the provider's tools (Google Search, code execution, "
+                    "URL context...) out of the request's tools"
+                )
+            return (
+                f"tools[{i}] has type {kind!r}, a tool the provider runs itself (outside the sandbox); "
+                "only tools the agent runs are allowed: function and custom tools"
+            )
     return None
+
+
+def _kinds(api: Api, tool: Any) -> list[str | None]:
+    """What a tool is: its ``type`` (``None`` when it has none), or for Gemini each key of the tool object."""
+    if api == "gemini":
+        return list(tool) if isinstance(tool, dict) and tool else [None]
+    return [tool.get("type") if isinstance(tool, dict) else None]
