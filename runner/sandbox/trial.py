@@ -30,6 +30,7 @@ _SHORT_NAMES = {
     "reference": "agent-reference",
     "claude-code": "agent-claude-code",
     "openai-agents": "agent-openai-agents",
+    "gemini": "agent-gemini",
     "base": "base",
 }
 
