@@ -193,8 +193,9 @@ def gateway_env(token: str, model: str | None = None, port: int = FORWARDER_PORT
 
     OpenAI SDKs read ``OPENAI_BASE_URL``/``OPENAI_API_KEY``; Anthropic's and Claude Code read
     ``ANTHROPIC_BASE_URL`` and ``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN``; Google's ``google-genai`` reads
-    ``GOOGLE_GEMINI_BASE_URL`` and ``GEMINI_API_KEY``. Every key is the per-sample token. ``ISPM_MODEL`` is the candidate's model name, for agents that must name one: the gateway sends every
-    request to the candidate whatever it names.
+    ``GOOGLE_GEMINI_BASE_URL`` and ``GEMINI_API_KEY``. Every key is the per-sample token. ``ISPM_MODEL`` is the
+    candidate's model name, for agents that must name one: the gateway sends every request to the candidate
+    whatever it names.
     """
     root = f"http://127.0.0.1:{port}"
     env = {
