@@ -287,7 +287,7 @@ def build_app(upstreams: Upstreams) -> Starlette:
         message = f"{request.method} is not allowed here; use {_ROUTES}"
         return error_reply(_api_of(request), 405, "invalid_request_error", message)
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/healthz", health, methods=["GET"]),
             Route("/v1/models", models, methods=["GET"]),
@@ -300,6 +300,10 @@ def build_app(upstreams: Upstreams) -> Starlette:
         ],
         exception_handlers={404: not_found, 405: not_allowed},
     )
+    # A path one slash off is answered 404 naming the routes, not redirected: a 307 is no answer an SDK reads (and
+    # GET /v1beta/models would be sent on to the Gemini route's "/v1beta/models/").
+    app.router.redirect_slashes = False
+    return app
 
 
 async def _authenticated_body(
