@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import docker
 import pytest
 from docker_fixtures import docker_backend
 from fake_provider import FakeProvider, ToolCall, Turn, Usage, point_clients_at
@@ -26,8 +27,10 @@ from runner.paths import tasks_dir
 from runner.pipeline import start_run
 from runner.run.calibration import CALIBRATION_JUDGES
 from runner.run.spec import RunSpec
+from runner.sandbox import images
 from runner.sandbox.docker import DockerBackend
 from runner.sandbox.images import ImageRef
+from runner.sandbox.trial import resolve_image
 from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
 from runner.trace.conversation import ToolResultBlock
@@ -162,3 +165,17 @@ def test_the_transcript_shows_the_tool_call_its_sql_and_the_result(
     (sent,) = second.sent
     (result,) = sent.parts
     assert isinstance(result, ToolResultBlock) and COLUMNS in result.text
+
+
+def test_the_image_carries_the_contract_label_and_its_name(refs: dict[str, ImageRef]) -> None:
+    engine = docker.from_env()
+    try:
+        labels = engine.images.get(refs["agent-gemini"].tag).labels
+    finally:
+        engine.close()
+    assert (labels["ispm.agent.contract"], labels["ispm.agent.name"]) == ("ispm.agent/v1", "gemini")
+    assert labels[images.LABEL_DIGEST] == refs["agent-gemini"].input_digest
+
+
+def test_the_short_name_gemini_names_the_image(refs: dict[str, ImageRef]) -> None:
+    assert resolve_image("gemini") == refs["agent-gemini"].tag
