@@ -54,7 +54,7 @@ from runner.run.journal import (
     RunInterrupted,
     RunStarted,
     RunTimedOut,
-    done_pairs,
+    done_samples,
     now,
     read_entries,
 )
@@ -331,7 +331,7 @@ def resume_run(
     if digests != starts[0].digests:
         # Half a run graded against one world or rubric set and half against another has no meaning.
         raise RunError(f"the world, tasks or rubrics changed since {run_dir} started; start a new run")
-    _, graded = done_pairs(entries)
+    _, graded = done_samples(entries)
     spec = starts[0].spec
     dry_runs = dry_run(make_judges(spec.judges, rubrics), planned_samples(spec) - len(graded), rubrics)
     started = starts[0].model_copy(
@@ -381,7 +381,7 @@ def _go(
     replay_dir = None
     if spec.calibration == "replay":
         replay_dir = write_recordings([tasks[t] for t in wanted], truths, folder / REPLAY_DIR)
-    finished, graded = done_pairs(entries)
+    finished, graded = done_samples(entries)
     # What earlier attempts spent counts against the run's cost limit, in the gateway and in the scheduler alike.
     spent = spent_usd(entries, spec.candidate) if spec.run_cost_limit_usd is not None else 0.0
     # Made before the journal opens: a judge that cannot be made (a key missing) leaves no trace of this start.

@@ -55,6 +55,7 @@ from runner.grading.model import JudgeSlot
 from runner.grading.model import JudgeVote as JudgeVote
 from runner.grading.replay import ReplayReport
 from runner.grading.rubric import RubricSet, load_rubrics
+from runner.sample_key import SampleKey
 from runner.tasks.model import Task
 from runner.tasks.truth import TaskTruth
 from runner.transcript.capture import JudgeCapture
@@ -214,7 +215,7 @@ class LLMJudge:
             if self.capture is not None:
                 labelled = call.model_copy(update={"caller": self.slot, "judge": self.alias, "seq": calls})
                 key = self.client.endpoint.key
-                self.capture.record(item.task.id, item.epoch, labelled, (key,) if key else ())
+                self.capture.record(SampleKey(task_id=item.task.id, epoch=item.epoch), labelled, (key,) if key else ())
             calls += 1
 
         def ask() -> dict[Dimension, DimensionGrade] | None:

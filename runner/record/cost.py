@@ -20,6 +20,7 @@ from runner.call import Usage
 from runner.prices import PRICES_LABEL, Cost, price
 from runner.record.model import RecordedCall, TokenCount
 from runner.run.model import JudgeDryRun
+from runner.sample_key import SampleKey
 
 
 class PricedSample(Protocol):
@@ -84,6 +85,11 @@ class SampleCost(_Model):
     """Every judge slot's calls on this sample."""
     total: Cost
     """Both."""
+
+    @property
+    def key(self) -> SampleKey:
+        """Which sample this is."""
+        return SampleKey(task_id=self.task_id, epoch=self.epoch)
 
 
 class TaskCost(_Model):

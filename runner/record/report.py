@@ -33,6 +33,7 @@ from runner.record.build import load_record
 from runner.record.cost import RunCost, run_cost
 from runner.record.model import FAILURE_KINDS, RunRecord, SampleRecord, TokenCount
 from runner.record.standing import no_score_reason, unranked_reason
+from runner.sample_key import SampleKey
 from runner.tasks.catalog import catalog
 from runner.tasks.model import Task
 
@@ -398,12 +399,12 @@ def coverage_view(report: CoverageReport) -> CoverageView:
 
 def failed_samples(record: RunRecord) -> list[SampleRecord]:
     """Every sample whose status is not ``ok``, in task then epoch order."""
-    return sorted((s for s in record.samples if s.status != "ok"), key=lambda s: (s.task_id, s.epoch))
+    return sorted((s for s in record.samples if s.status != "ok"), key=lambda s: s.key)
 
 
 def limited_samples(record: RunRecord) -> list[SampleRecord]:
     """Every sample that reached a sandbox limit (pids, memory, ``/output``), whatever its status."""
-    return sorted((s for s in record.samples if s.limits_reached), key=lambda s: (s.task_id, s.epoch))
+    return sorted((s for s in record.samples if s.limits_reached), key=lambda s: s.key)
 
 
 # ----------------------------------------------------------------------------------------------- rendering
@@ -448,7 +449,7 @@ def render_report(
     record: RunRecord,
     tasks: Iterable[Task],
     scoring_markdown: str,
-    sample_links: Mapping[tuple[str, int], str] | None = None,
+    sample_links: Mapping[SampleKey, str] | None = None,
 ) -> str:
     """The whole report page of ``record`` as one HTML string; ``sample_links`` gives each sample's own page (by
     task and epoch, relative to the report), which the page links to and never inlines."""
@@ -477,7 +478,7 @@ def render_report(
             judge_tokens=judge_tokens,
             cost=cost,
             task_costs={t.task_id: t for t in cost.tasks},
-            sample_costs={(c.task_id, c.epoch): c for c in cost.samples},
+            sample_costs={c.key: c for c in cost.samples},
             failures=failure_counts(record),
             phases=phase_times(record),
             failed=failed_samples(record),
@@ -496,7 +497,7 @@ def write_report(
     record: RunRecord | None = None,
     out: Path | None = None,
     tasks: Sequence[Task] | None = None,
-    sample_links: dict[tuple[str, int], str] | None = None,
+    sample_links: Mapping[SampleKey, str] | None = None,
 ) -> Path:
     """Write the report of the run in ``run_dir`` (``report.html`` beside ``record.json`` by default), linking each
     sample to its page as ``sample_links`` says (:func:`runner.trace.sample_page.write_report_and_pages` writes the
