@@ -39,9 +39,16 @@ from runner.grading.slots import is_reference
 from runner.paths import tasks_dir, world_dir
 from runner.prices import price
 from runner.record.build import build_record, write_record
-from runner.record.cost import projection_lines
+from runner.record.cost import (
+    CandidateProjection,
+    agent_samples,
+    candidate_lines,
+    candidate_projection,
+    projection_lines,
+)
 from runner.record.model import RECORD_NAME, RunRecord
 from runner.record.report import REPORT_NAME
+from runner.record.store import summaries_under
 from runner.run.breaker import spent_usd
 from runner.run.calibration import calibration_spec
 from runner.run.digests import current_digests
@@ -141,13 +148,16 @@ class Preflight(BaseModel):
     """Model id the wire returned, by alias; none for ``ref``."""
     judge_dry_runs: list[JudgeDryRun]
     """One per model judge slot, in slot order."""
+    candidate_lines: list[str] = []
+    """What is printed of the candidate's projected cost (:func:`project_candidate`); empty for a run without one."""
 
     def summary_lines(self) -> list[str]:
         """What the CLI prints before the run starts."""
         lines = [
             f"model          {alias}  ->  {m or '(no model id returned)'}" for alias, m in self.resolved_models.items()
         ]
-        return lines + [d.summary_line() for d in self.judge_dry_runs] + projection_lines(self.judge_dry_runs)
+        judges = [d.summary_line() for d in self.judge_dry_runs] + projection_lines(self.judge_dry_runs)
+        return lines + judges + self.candidate_lines
 
 
 def resolve_models(spec: RunSpec, ray_address: str | None = None) -> dict[str, str]:
@@ -208,9 +218,36 @@ def run_preflight(
     rubrics = load_rubrics()
     if planned is None:
         planned = planned_samples(spec)
+    dry_runs = dry_run(make_judges(spec.judges, rubrics), planned, rubrics)
+    candidate = spec.needed_model
     return Preflight(
-        resolved_models=resolved, judge_dry_runs=dry_run(make_judges(spec.judges, rubrics), planned, rubrics)
+        resolved_models=resolved,
+        judge_dry_runs=dry_runs,
+        candidate_lines=candidate_projection_lines(candidate, spec.agent_image, planned, dry_runs) if candidate else [],
     )
+
+
+EARLIER_RUNS = Path("runs")
+"""Where preflight looks for earlier runs of the agent (the runs folder ``ispm run`` writes by default)."""
+
+
+def project_candidate(
+    candidate: str, agent_image: str, planned: int, earlier: Path = EARLIER_RUNS
+) -> tuple[CandidateProjection | None, set[str]]:
+    """The candidate's projected cost over ``planned`` samples, from the calibration tasks' samples of the runs under
+    ``earlier`` where ``agent_image`` ran against a model (``None`` when there are none); and those task ids. Reads
+    records only: nothing is spent."""
+    calibration_tasks = {s.output.task_id for s in load_calibration_set(tasks_dir())}
+    samples = agent_samples(summaries_under(earlier), agent_image, calibration_tasks)
+    return candidate_projection(candidate, agent_image, samples, planned), calibration_tasks
+
+
+def candidate_projection_lines(
+    candidate: str, agent_image: str, planned: int, dry_runs: Sequence[JudgeDryRun], earlier: Path = EARLIER_RUNS
+) -> list[str]:
+    """What preflight prints of the candidate's projected cost (:func:`project_candidate`), and the run's."""
+    projection, calibration_tasks = project_candidate(candidate, agent_image, planned, earlier)
+    return candidate_lines(projection, dry_runs, f"{earlier}/", calibration_tasks)
 
 
 def planned_samples(spec: RunSpec) -> int:
