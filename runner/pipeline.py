@@ -48,7 +48,6 @@ from runner.record.cost import (
 )
 from runner.record.model import RECORD_NAME, RunRecord
 from runner.record.report import REPORT_NAME
-from runner.record.store import summaries_under
 from runner.run.breaker import spent_usd
 from runner.run.calibration import calibration_spec
 from runner.run.digests import current_digests
@@ -237,6 +236,8 @@ def project_candidate(
     """The candidate's projected cost over ``planned`` samples, from the calibration tasks' samples of the runs under
     ``earlier`` where ``agent_image`` ran against a model (``None`` when there are none); and those task ids. Reads
     records only: nothing is spent."""
+    from runner.record.store import summaries_under  # DuckDB's, loaded only when preflight projects
+
     calibration_tasks = {s.output.task_id for s in load_calibration_set(tasks_dir())}
     samples = agent_samples(summaries_under(earlier), agent_image, calibration_tasks)
     return candidate_projection(candidate, agent_image, samples, planned), calibration_tasks
