@@ -21,17 +21,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, closing, contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from runner import __version__, log
 from runner.call import Usage
-from runner.cluster.driver import RayRunner
-from runner.cluster.model import NodeExpectations
-from runner.cluster.probe import probe_candidate
 from runner.gateway.preflight import preflight
-from runner.gateway.server import Caps, Gateway
 from runner.grading.grade import GradingContext, make_judges
 from runner.grading.judge import Judge
 from runner.grading.rubric import RubricSet, load_rubrics
@@ -75,6 +71,12 @@ from runner.sandbox.trial import make_backend, resolve_image
 from runner.tasks.catalog import catalog
 from runner.trace.sample_page import write_report_and_pages
 from runner.world import SNAPSHOT_NAME
+
+if TYPE_CHECKING:
+    # Loaded when a run needs them, not for every run: the cluster only on the ``ray`` backend, the gateway (aiohttp's
+    # server) only for an agent with a model. A calibration run (``ispm demo``) starts without either.
+    from runner.cluster.driver import RayRunner
+    from runner.gateway.server import Gateway
 
 LOG_NAME = "log.jsonl"
 REPLAY_DIR = "replay"
@@ -174,6 +176,8 @@ def resolve_models(spec: RunSpec, ray_address: str | None = None) -> dict[str, s
     on_nodes = None
     if spec.needed_model is not None:
         if spec.backend == "ray":
+            from runner.cluster.probe import probe_candidate
+
             on_nodes = probe_candidate(ray_address or os.environ.get("RAY_ADDRESS"), spec.needed_model)
         else:
             models.insert(0, spec.needed_model)
@@ -489,6 +493,8 @@ def _sample_runner(
         return
     with ExitStack() as owned:  # what this run made for itself it closes, the backend first
         if gateway is None and spec.needed_model is not None:
+            from runner.gateway.server import Caps, Gateway
+
             # The agent reaches its model only through this host-side gateway, which also counts its tokens.
             limit = spec.run_cost_limit_usd
             caps = Caps(
@@ -504,6 +510,9 @@ def _sample_runner(
 def _cluster(
     started: RunStarted, attempt: str, ray_address: str | None, board: str | None = None
 ) -> Iterator[RayRunner]:
+    from runner.cluster.driver import RayRunner
+    from runner.cluster.model import NodeExpectations
+
     spec = started.spec
     expected = NodeExpectations(
         runner_version=started.runner_version,
