@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import statistics
 import subprocess
 import sys
@@ -80,18 +81,19 @@ def bare_batch(image: str, count: int, workers: int, *command: str, options: tup
     return time.perf_counter() - started
 
 
-def run_batch(task_ids: list[str], workers: int, folder: Path) -> float:
+def run_batch(task_ids: list[str], workers: int, folder: Path, code: Path | None = None) -> float:
     """Seconds for one ``ispm demo --agent null`` of ``task_ids`` (one epoch), ``workers`` at a time, from the
-    process's start to its exit."""
+    process's start to its exit; ``code``: another checkout's ``runner`` (a version before), else this one."""
     args = [str(ISPM), "demo", "--agent", "null", "--concurrency", str(workers), "--run-dir", str(folder)]
+    env = {**os.environ, "PYTHONPATH": str(code)} if code is not None else None
     started = time.perf_counter()
-    subprocess.run([*args, *(a for t in task_ids for a in ("--task", t))], check=True, capture_output=True)
+    subprocess.run([*args, *(a for t in task_ids for a in ("--task", t))], check=True, capture_output=True, env=env)
     return time.perf_counter() - started
 
 
-def marginal(rounds: int, n: int, base: str, null: str) -> None:
+def marginal(rounds: int, n: int, base: str, null: str, before: Path | None = None) -> None:
     """The marginal cost of a sample in a run against a bare ``docker run``, and the run's fixed cost; see the
-    module docs."""
+    module docs. ``before``: a checkout of an earlier version, whose runs join each round as a fourth kind."""
     ids = sorted(t.id for t in catalog().tasks)[: 2 * n]
     scratch = Path(tempfile.mkdtemp(prefix="bench-sandbox-runs-"))
     print(f"marginal cost of a sample: runs of {n} and {2 * n} null samples against as many bare docker runs, "
@@ -99,19 +101,22 @@ def marginal(rounds: int, n: int, base: str, null: str) -> None:
     for workers in (1, 2):
         times: dict[tuple[str, int], list[float]] = {}
         for number in range(rounds):
-            batches: list[tuple[str, int]] = [(kind, k) for kind in ("bare", "run", "null") for k in (n, 2 * n)]
+            kinds = ("bare", "run", "null") + (("before",) if before is not None else ())
+            batches: list[tuple[str, int]] = [(kind, k) for kind in kinds for k in (n, 2 * n)]
             shift = number % len(batches)
             for kind, k in batches[shift:] + batches[:shift]:
                 if kind == "bare":
                     took = bare_batch(base, k, workers, "true")
                 elif kind == "null":
                     took = bare_batch(null, k, workers, options=NULL_OPTIONS)
+                elif kind == "before":
+                    took = run_batch(ids[:k], workers, scratch / f"c{workers}-r{number}-{k}-before", before)
                 else:
                     took = run_batch(ids[:k], workers, scratch / f"c{workers}-r{number}-{k}")
                 times.setdefault((kind, k), []).append(took)
                 time.sleep(SETTLE_S)
         per = {kind: [(b - a) / n for a, b in zip(times[kind, n], times[kind, 2 * n], strict=True)]
-               for kind in ("bare", "run", "null")}  # fmt: skip
+               for kind in kinds}  # fmt: skip
         ratios = [r / b for r, b in zip(per["run"], per["bare"], strict=True)]
         fixed = [2 * a - b for a, b in zip(times["run", n], times["run", 2 * n], strict=True)]
         ratio = statistics.median(ratios)
@@ -132,6 +137,19 @@ def marginal(rounds: int, n: int, base: str, null: str) -> None:
             f"    fixed cost of a run {statistics.median(fixed):5.2f} s (rounds {min(fixed):.2f}-{max(fixed):.2f})   "
             f"target <= {FIXED_TARGET_S} s: {'ok' if statistics.median(fixed) <= FIXED_TARGET_S else 'MISSED'}"
         )
+        if before is not None:
+            was = [2 * a - b for a, b in zip(times["before", n], times["before", 2 * n], strict=True)]
+            ratios_before = [r / b for r, b in zip(per["before"], per["bare"], strict=True)]
+            halves = [f / w for f, w in zip(fixed, was, strict=True)]
+            ratio_was = statistics.median(ratios_before)
+            print(
+                f"    before ({before}): {_ms(per['before'])} per sample, ratio {ratio_was:.2f}x "
+                f"(rounds {min(ratios_before):.2f}-{max(ratios_before):.2f})"
+            )
+            print(
+                f"      fixed cost {statistics.median(was):.2f} s (rounds {min(was):.2f}-{max(was):.2f}); now / before "
+                f"{statistics.median(halves):.2f} (rounds {min(halves):.2f}-{max(halves):.2f})"
+            )
 
 
 def _ms(values: list[float]) -> str:
@@ -148,13 +166,16 @@ def main(argv: list[str] | None = None) -> int:
         "--marginal-n", type=int, default=10, metavar="N", help="samples of the smaller run (%(default)s)"
     )
     parser.add_argument("--marginal-only", action="store_true", help="only the marginal cost of a sample in a run")
+    parser.add_argument(
+        "--before", type=Path, metavar="CHECKOUT", help="also run an earlier checkout's ispm in the same rounds"
+    )
     args = parser.parse_args(argv)
     log.configure()
     logging.getLogger().setLevel(logging.WARNING)  # per-sample info lines would be most of the output
 
     refs = ensure_images()
     if args.marginal_only:
-        marginal(args.marginal, args.marginal_n, refs["base"].tag, refs["agent-null"].tag)
+        marginal(args.marginal, args.marginal_n, refs["base"].tag, refs["agent-null"].tag, args.before)
         return 0
     base, null = refs["base"].tag, refs["agent-null"].tag
     task = catalog().tasks[0]
@@ -218,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
             rate = args.throughput / elapsed
             print(f"  concurrency {workers}: {rate:5.2f} samples/s ({elapsed:.1f} s, {failed} failed)")
         if args.marginal:
-            marginal(args.marginal, args.marginal_n, base, null)
+            marginal(args.marginal, args.marginal_n, base, null, args.before)
     finally:
         backend.sweep(RUN)
         backend.close()
