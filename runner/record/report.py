@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import BytecodeCache, Environment, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from runner.grading.coverage import CoverageReport, JoinEdge
 from runner.grading.grades import DIMENSIONS, Dimension, Grade
 from runner.grading.model import JudgeVote
-from runner.paths import scoring_doc
+from runner.paths import cache_dir, scoring_doc
 from runner.prices import Cost, usd_text
 from runner.record.build import load_record
 from runner.record.cost import RunCost, run_cost
@@ -423,10 +423,23 @@ def render_markdown(text: str) -> Markup:
     return Markup(MarkdownIt("commonmark", {"html": False}).enable("table").render(text))
 
 
+def compiled_templates() -> BytecodeCache | None:
+    """Where the templates' compiled code is kept between processes (Jinja checks each against its source), so a
+    run's report does not compile them again, about 0.2 s of every run's end; ``None`` where the cache folder
+    cannot be written (a read-only install), and they are compiled as before."""
+    folder = cache_dir() / "templates"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return FileSystemBytecodeCache(str(folder)) if os.access(folder, os.W_OK) else None
+
+
 def environment() -> Environment:
     """The Jinja environment of the report templates: autoescaping always on, undefined names are errors."""
     env = Environment(
         loader=FileSystemLoader(TEMPLATES),
+        bytecode_cache=compiled_templates(),
         autoescape=True,
         undefined=StrictUndefined,
         trim_blocks=True,
