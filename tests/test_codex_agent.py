@@ -11,15 +11,19 @@ With a chat-only candidate (``vllm/``) the gateway translates Responses to chat 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import docker
 import pytest
 from docker_fixtures import docker_backend
-from fake_provider import FakeProvider, Seen, ToolCall, Turn, Usage, point_clients_at
+from fake_provider import FakeProvider, Reply, Seen, ToolCall, Turn, Usage, openai_completion, point_clients_at
 from test_agent_stacks import (
     ANSWER,
     ANTHROPIC_MARKER,
@@ -35,6 +39,7 @@ from test_agent_stacks import (
 
 from runner.call import ModelCall, ToolCallBlock
 from runner.gateway.server import Gateway
+from runner.record.model import RunRecord
 from runner.sandbox.docker import DockerBackend
 from runner.sandbox.images import ImageRef
 from runner.sandbox.trial import resolve_image
@@ -44,6 +49,7 @@ from runner.transcript.storage import read_stored, resolve
 
 __all__ = ["RUN", "docker_backend", "task"]  # fixtures, imported for pytest; RUN: what docker_backend sweeps
 CODEX_VERSION = "codex-cli 0.163.0"
+ISPM = Path(sys.executable).with_name("ispm")
 VLLM_MARKER = "vllm-codex-marker"
 
 CODEX_TURNS = [
@@ -266,3 +272,40 @@ def test_the_codex_cli_starts_in_the_lockdown(refs: dict[str, ImageRef]) -> None
     finally:
         engine.close()
     assert out.decode().strip() == CODEX_VERSION
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_ispm_run_with_agent_image_codex_completes_a_sample(refs: dict[str, ImageRef], tmp_path: Path) -> None:
+    """What a user types: ``ispm run --agent-image codex``, the real process, against the scripted fake."""
+    script = list(CODEX_TURNS)
+
+    def answer(seen: Seen) -> Turn | Reply:
+        if seen.path.endswith("/responses"):
+            return script.pop(0)
+        return Reply(body=openai_completion("ok", model="cand-2026-11-01"))  # preflight's probe of the candidate
+
+    with FakeProvider(responder=answer) as fake:
+        env = {**os.environ, "OPENAI_API_KEY": OPENAI_MARKER, "OPENAI_BASE_URL": fake.openai_base}
+        args = ["run", "--agent-image", "codex", "--candidate", "openai/cand", "--task", "ispm-001"]
+        args += [
+            "--judge",
+            "ref#1",
+            "--judge",
+            "ref#2",
+            "--epochs",
+            "1",
+            "--concurrency",
+            "1",
+            "--run-dir",
+            str(tmp_path / "run"),
+        ]
+        done = subprocess.run([str(ISPM), *args], capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    record = RunRecord.model_validate_json((tmp_path / "run" / "record.json").read_text(encoding="utf-8"))
+    (sample,) = record.samples
+    assert sample.status == "ok", sample.error
+    assert sample.queries_declared == [SQL]
+    assert sample.agent is not None and script == []
+    assert (sample.agent.requests, sample.agent.input_tokens, sample.agent.output_tokens) == (3, 6806, 92)
+    assert [(c.api, c.stream, c.outcome) for c in sample.agent_calls] == [("responses", True, "ok")] * 3
