@@ -250,6 +250,35 @@ def test_codex_runs_on_a_chat_only_candidate_with_its_custom_tools(
 
 @pytest.mark.docker
 @pytest.mark.slow
+def test_codex_runs_on_an_anthropic_candidate_with_its_multi_agent_tools(
+    docker_backend: DockerBackend,
+    fake: FakeProvider,
+    refs: dict[str, ImageRef],
+    task: Task,
+    world_db: sqlite3.Connection,
+) -> None:
+    """Responses -> chat -> Messages and back, streamed; the multi-agent namespace's tools reach Claude by name."""
+    fake.push(*CODEX_TURNS)
+    with Gateway("anthropic/claude-scripted-1", settings=SETTINGS) as gateway:
+        spec = make_spec(task, refs["agent-codex"].tag, "gpt-scripted-1")
+        out, usage = run_with_gateway(docker_backend, gateway, spec)
+
+    assert_the_investigation_succeeded(out, usage, fake, world_db)
+    for seen in fake.seen:
+        assert (seen.method, seen.path) == ("POST", "/v1/messages")
+        assert seen.headers["x-api-key"] == ANTHROPIC_MARKER and seen.body["stream"] is True
+        names = [t["name"] for t in seen.body["tools"]]
+        assert "exec_command" in names and "multi_agent_v1__spawn_agent" in names
+    assert {(c.api, c.provider_api, c.requested_model) for c in usage.calls} == {
+        ("responses", "messages", "gpt-scripted-1")
+    }
+    tool_result = fake.seen[1].body["messages"][-1]["content"][0]
+    assert tool_result["type"] == "tool_result" and tool_result["tool_use_id"] == "call_sql"
+    assert_the_trace_shows_the_query(out.trace)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
 def test_the_codex_cli_starts_in_the_lockdown(refs: dict[str, ImageRef]) -> None:
     assert resolve_image("codex") == refs["agent-codex"].tag  # --agent-image codex
     engine = docker.from_env()
