@@ -177,7 +177,8 @@ def responses_to_chat_request(req: dict[str, Any], model: str) -> dict[str, Any]
 
     Raises:
         TranslationError: the request needs stored state (``previous_response_id``, ``conversation``,
-            ``prompt``, item references, file ids), uses a non-function tool, or an unknown item or part type.
+            ``prompt``, item references, file ids), offers a tool the provider would run, or has an unknown item or
+            part type.
     """
     for field, what in _HOSTED_REQUEST_FIELDS.items():
         if req.get(field):
