@@ -120,6 +120,7 @@ SPECS: tuple[ImageSpec, ...] = (
     ImageSpec("agent-reference", "agents/reference", parent="base"),
     ImageSpec("agent-claude-code", "agents/claude-code", parent="base", vendor="claude-code"),
     ImageSpec("agent-openai-agents", "agents/openai-agents", parent="base", vendor="site-packages"),
+    ImageSpec("agent-codex", "agents/codex", parent="base", vendor="codex"),
 )
 
 

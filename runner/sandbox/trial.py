@@ -29,6 +29,7 @@ _SHORT_NAMES = {
     "reference": "agent-reference",
     "claude-code": "agent-claude-code",
     "openai-agents": "agent-openai-agents",
+    "codex": "agent-codex",
     "base": "base",
 }
 
