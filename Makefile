@@ -91,6 +91,7 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict images/agents/claude-code/agent.py
 	$(BIN)/mypy --strict images/agents/openai-agents/agent.py
 	$(BIN)/mypy --strict images/agents/codex/agent.py
+	$(BIN)/mypy --strict images/agents/gemini/agent.py
 
 world: $(STAMP)
 	$(BIN)/ispm world build

@@ -30,6 +30,9 @@ RULES: dict[str, tuple[frozenset[str | None], tuple[str, ...], tuple[str, ...]]]
         ("bash_", "text_editor_", "computer_", "memory_"),
         ("mcp_servers", "container"),
     ),
+    # A Gemini tool has no type: it is an object whose keys say what it holds (functionDeclarations, googleSearch,
+    # codeExecution, urlContext...), each read as the tool's type; the API takes camelCase and snake_case keys.
+    "gemini": (frozenset({"functionDeclarations", "function_declarations"}), (), ()),
 }
 
 #: Tool type prefix → how to stop a known agent from sending it, quoted in the refusal.
@@ -60,21 +63,35 @@ def _tools_refusal(api: Api, tools: list[Any], where: str) -> str | None:
     allowed, client_prefixes, _ = RULES[api]
     for i, tool in enumerate(tools):
         kind = tool.get("type") if isinstance(tool, dict) else None
-        if kind == "namespace" and isinstance(tool, dict):
+        if api != "gemini" and kind == "namespace" and isinstance(tool, dict):
             inner = tool.get("tools")
-            why = _tools_refusal(api, inner, f"{where}[{i}].tools") if isinstance(inner, list) else None
             if not isinstance(inner, list):
                 return f"{where}[{i}] is a namespace without a tools list"
+            why = _tools_refusal(api, inner, f"{where}[{i}].tools")
             if why is not None:
                 return why
             continue
-        if kind in allowed or (isinstance(kind, str) and client_prefixes and kind.startswith(client_prefixes)):
-            continue
         if api == "responses" and kind == "tool_search" and tool.get("execution") == "client":
             continue  # the agent searches its own deferred tools; the provider's ("server") stays refused
-        hint = next((f"; {how}" for prefix, how in TURN_OFF.items() if str(kind).startswith(prefix)), "")
-        return (
-            f"{where}[{i}] has type {kind!r}, a tool the provider runs itself (outside the sandbox); "
-            f"only tools the agent runs are allowed: function and custom tools{hint}"
-        )
+        for kind in _kinds(api, tool):
+            if kind in allowed or (isinstance(kind, str) and client_prefixes and kind.startswith(client_prefixes)):
+                continue
+            if api == "gemini":
+                return (
+                    f"{where}[{i}] has {kind!r}, a tool the provider runs itself (outside the sandbox); only "
+                    "functionDeclarations are allowed: leave the provider's tools (Google Search, code execution, "
+                    "URL context...) out of the request's tools"
+                )
+            hint = next((f"; {how}" for prefix, how in TURN_OFF.items() if str(kind).startswith(prefix)), "")
+            return (
+                f"{where}[{i}] has type {kind!r}, a tool the provider runs itself (outside the sandbox); "
+                f"only tools the agent runs are allowed: function and custom tools{hint}"
+            )
     return None
+
+
+def _kinds(api: Api, tool: Any) -> list[str | None]:
+    """What a tool is: its ``type`` (``None`` when it has none), or for Gemini each key of the tool object."""
+    if api == "gemini":
+        return list(tool) if isinstance(tool, dict) and tool else [None]
+    return [tool.get("type") if isinstance(tool, dict) else None]

@@ -121,6 +121,7 @@ SPECS: tuple[ImageSpec, ...] = (
     ImageSpec("agent-claude-code", "agents/claude-code", parent="base", vendor="claude-code"),
     ImageSpec("agent-openai-agents", "agents/openai-agents", parent="base", vendor="site-packages"),
     ImageSpec("agent-codex", "agents/codex", parent="base", vendor="codex"),
+    ImageSpec("agent-gemini", "agents/gemini", parent="base", vendor="site-packages"),
 )
 
 

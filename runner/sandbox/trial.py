@@ -30,6 +30,7 @@ _SHORT_NAMES = {
     "claude-code": "agent-claude-code",
     "openai-agents": "agent-openai-agents",
     "codex": "agent-codex",
+    "gemini": "agent-gemini",
     "base": "base",
 }
 
