@@ -67,7 +67,7 @@ from runner.run.scheduler import Outcome, RunPlan, StopRequest, execute
 from runner.run.spec import RunError, RunSpec
 from runner.sandbox.backend import Backend
 from runner.sandbox.images import engine_image_id, ensure_images
-from runner.sandbox.trial import make_backend, resolve_image
+from runner.sandbox.trial import make_backend, own_image, resolve_image
 from runner.tasks.catalog import catalog
 from runner.trace.sample_page import write_report_and_pages
 from runner.world import SNAPSHOT_NAME
@@ -269,7 +269,10 @@ def image_ids(spec: RunSpec) -> dict[str, str]:
     """
     if spec.backend == "local":
         return {}
-
+    name = own_image(spec.agent_image)
+    if name is not None and spec.backend == "docker":
+        ref = ensure_images(names=[name])[name]  # built the first time a run names it, reused after
+        return {ref.tag: ref.id}
     tag = resolve_image(spec.agent_image)
     found = engine_image_id(tag)
     return {tag: found} if found is not None else {}
@@ -569,7 +572,7 @@ def run_calibration(
         ImageError: an image cannot be built.
     """
     images: dict[str, str] = {}
-    if build_images:
-        images = {ref.tag: ref.id for ref in ensure_images().values()}
+    if build_images:  # only the calibration agent and the base: the other agents are built when a run names them
+        images = {ref.tag: ref.id for ref in ensure_images(names=[f"agent-{agent}"]).values()}
     spec = calibration_spec(agent, epochs=epochs, concurrency=concurrency, tasks=tasks)
     return start_run(spec, run_dir, images=images, progress=progress)

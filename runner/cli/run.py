@@ -114,7 +114,11 @@ def _finite_dollars(value: float | None) -> float | None:
 
 
 @click.command("run")
-@click.option("--agent-image", help="The agent image: any tag, or replay / null for the built-in agents.")
+@click.option(
+    "--agent-image",
+    help="The agent image: any tag, a shipped agent by name (reference, claude-code, openai-agents, mini-swe-agent), "
+    "or replay / null for the built-in calibration agents (gold answers / none, as ispm demo runs them).",
+)
 @click.option("--candidate", help="The candidate model the agent runs against, provider/model.")
 @judge_option(JUDGE_HELP.removesuffix("repeat for each slot.") + "give two.")
 @click.option("--epochs", type=click.IntRange(1, 100), default=5, show_default=True, help="Epochs per task.")
@@ -195,6 +199,7 @@ def run_command(
     """
     # Loaded when the command runs, not at ispm's start-up (runner.cli).
     from runner.pipeline import check_priced, resume_run, run_preflight, start_run
+    from runner.run.calibration import calibration_of
     from runner.run.digests import current_digests
     from runner.run.spec import RunSpec
     from runner.run.spec import official as make_official
@@ -206,9 +211,16 @@ def run_command(
             raise click.UsageError("--agent-image is required (or --resume RUN_DIR)")
         if len(judges) != 2:
             raise click.UsageError(f"give exactly two --judge options, got {len(judges)}")
+        # The built-in replay and null agents make a calibration run, as under ispm demo: the replay agent gets the
+        # gold recordings, and neither uses a model.
+        calibration = calibration_of(agent_image)
+        if calibration is not None and candidate:
+            click.echo(f"note: the {calibration} agent uses no model; --candidate {candidate} is not used", err=True)
+            candidate = None
         spec = RunSpec(
             agent_image=agent_image,
             candidate=candidate,
+            calibration=calibration,
             judges=(judges[0], judges[1]),
             epochs=epochs,
             concurrency=concurrency,

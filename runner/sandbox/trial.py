@@ -13,7 +13,7 @@ from runner.contract import SampleOutput
 from runner.errors import SandboxError, TaskError
 from runner.sandbox.backend import Backend, SampleSpec, SweepReport, run_linked
 from runner.sandbox.docker import DockerBackend, sweep
-from runner.sandbox.images import expected_tags
+from runner.sandbox.images import ensure_images, expected_tags
 from runner.sandbox.local import LocalBackend
 from runner.tasks.catalog import catalog
 from runner.tasks.view import agent_files
@@ -31,8 +31,15 @@ _SHORT_NAMES = {
     "openai-agents": "agent-openai-agents",
     "codex": "agent-codex",
     "gemini": "agent-gemini",
+    "mini-swe-agent": "agent-mini-swe-agent",
     "base": "base",
 }
+
+
+def own_image(image: str) -> str | None:
+    """Our image's name (``agent-null``…) when ``image`` names one of ours by its short or full name, else None."""
+    name = _SHORT_NAMES.get(image, image)
+    return name if name in expected_tags() else None
 
 
 def resolve_image(image: str) -> str:
@@ -81,6 +88,9 @@ def try_sample(
     task = catalog().by_id.get(task_id)
     if task is None:
         raise TaskError(f"no task {task_id!r}; see `ispm tasks list`")
+    name = own_image(image)
+    if name is not None and backend == "docker":
+        ensure_images(names=[name])  # one of ours is built the first time something names it
     spec = SampleSpec(
         task_id=task.id,
         run_id=run_id,
