@@ -35,8 +35,9 @@ $(BINARY_STAMP): $(STAMP)
 binary: $(BINARY_STAMP)
 	$(BIN)/python -m runner.binary
 
-# Calibration, not an official run: every task in Docker, gold replay, ref judge in both slots, 1 epoch.
-demo: $(STAMP) images
+# Calibration, not an official run: every task in Docker, gold replay, ref judge in both slots, 1 epoch. It builds only
+# the images it runs (the base and the replay agent); the other agents are built the first time a run names them.
+demo: $(STAMP)
 	$(BIN)/ispm demo
 
 official-env:
@@ -90,7 +91,9 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict images/agents/reference/agent.py
 	$(BIN)/mypy --strict images/agents/claude-code/agent.py
 	$(BIN)/mypy --strict images/agents/openai-agents/agent.py
+	$(BIN)/mypy --strict images/agents/codex/agent.py
 	$(BIN)/mypy --strict images/agents/gemini/agent.py
+	$(BIN)/mypy --strict images/agents/mini-swe-agent/agent.py
 
 world: $(STAMP)
 	$(BIN)/ispm world build
@@ -107,6 +110,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/sample_pages.py
 	$(BIN)/python bench/grading.py
 	$(BIN)/python bench/sandbox.py
+	$(BIN)/python bench/agents.py
 	$(BIN)/python bench/analytics.py
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/ray.py

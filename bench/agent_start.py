@@ -2,15 +2,16 @@
 
     .venv/bin/python bench/agent_start.py [--samples 7] [IMAGE ...]
 
-For each image (default: ``agent-gemini`` and ``agent-reference``, alternating, one sample of each per round, so
+For each image (default: every shipped agent and ``agent-reference``, alternating, one sample of each per round, so
 drift hits all alike): one sample of ``ispm-001`` through ``DockerBackend.run_sample`` behind a real ``Gateway``
 whose candidate is the scripted fake provider on loopback, answering every request with a short text. The clock
 starts at the engine's ``start`` event for the sample's container (``docker events``, to the nanosecond) and stops
 when the fake provider receives the first request: the agent's interpreter start, its imports, its set-up, the
-forwarder and the gateway's hop. ``ISPM_MAX_TURNS=1``: nothing after the first call is measured. A ``google/``
-candidate serves ``agent-gemini`` (passed through), an ``openai/`` one the others.
+forwarder and the gateway's hop. ``ISPM_MAX_TURNS=1``: nothing after the first call is measured. Each image gets a
+candidate of the provider its agent speaks natively (:data:`CANDIDATES`), so nothing is translated.
 
-Bounded loops on the local engine only. It prints the median and the spread per image; it asserts nothing.
+Bounded loops on the local engine only. It prints the median and the spread per image, and its ratio to the
+reference agent's median; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -41,6 +42,20 @@ from runner.tasks.view import agent_files
 ROOT = Path(__file__).resolve().parent.parent
 RUN = f"bench-agent-start-{uuid.uuid4().hex[:8]}"
 KEY = f"bench-{uuid.uuid4().hex}"  # the fake provider takes any key
+SHIPPED = [
+    "agent-reference",
+    "agent-claude-code",
+    "agent-openai-agents",
+    "agent-codex",
+    "agent-mini-swe-agent",
+    "agent-gemini",
+]
+#: The candidate each image's agent speaks to natively; any other image gets the first.
+CANDIDATES = {
+    "agent-reference": "openai/gpt-bench",
+    "agent-claude-code": "anthropic/claude-bench",
+    "agent-gemini": "google/gemini-bench",
+}
 
 
 class Clock:
@@ -80,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     """Measure and print; see the module docs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=7, help="samples per image (%(default)s)")
-    parser.add_argument("images", nargs="*", default=["agent-gemini", "agent-reference"], help="image names")
+    parser.add_argument("images", nargs="*", default=SHIPPED, help="image names (%(default)s)")
     args = parser.parse_args(argv)
     log.configure()
     logging.getLogger().setLevel(logging.WARNING)
@@ -105,11 +120,13 @@ def main(argv: list[str] | None = None) -> int:
                 "GEMINI_BASE_URL": fake.gemini_base,
                 "OPENAI_API_KEY": KEY,
                 "OPENAI_BASE_URL": fake.openai_base,
+                "ANTHROPIC_API_KEY": KEY,
+                "ANTHROPIC_BASE_URL": fake.anthropic_base,
             }.items():
                 os.environ[name] = value
             gateways = {
                 name: Gateway(
-                    "google/gemini-bench" if name == "agent-gemini" else "openai/gpt-bench",
+                    CANDIDATES.get(name, CANDIDATES["agent-reference"]),
                     settings=ClientSettings(max_attempts=1),
                 )
                 for name in args.images
@@ -141,10 +158,12 @@ def main(argv: list[str] | None = None) -> int:
         backend.sweep(RUN)
         backend.close()
     print(f"container start to first model call, {args.samples} samples each, load {os.getloadavg()[0]:.1f}:")
+    baseline = figures.get("agent-reference") or []
     for name, values in figures.items():
         if values:
-            low, high = min(values), max(values)
-            print(f"  {name:24} median {statistics.median(values):.2f} s  ({low:.2f}–{high:.2f}, n={len(values)})")
+            low, high, median = min(values), max(values), statistics.median(values)
+            ratio = f"  x{median / statistics.median(baseline):.2f} of the reference" if baseline else ""
+            print(f"  {name:24} median {median:.2f} s  ({low:.2f}–{high:.2f}, n={len(values)}){ratio}")
         else:
             print(f"  {name:24} no figure: the agent made no model call")
     return 0

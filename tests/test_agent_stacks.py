@@ -11,7 +11,9 @@ What each stack sends is described in docs/agents.md; the assertions on request 
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import json
 import re
 import shutil
 import sqlite3
@@ -20,15 +22,19 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import docker
 import pytest
 from claude_code_script import claude_code_turns, claude_responder, tool_names
+from click.testing import CliRunner
 from docker_fixtures import docker_backend
 from fake_provider import FakeProvider, Seen, ToolCall, Turn, Usage, point_clients_at, total_usage
 
 from runner import paths
+from runner.call import ModelCall, TextBlock, ToolCallBlock
+from runner.cli import main
 from runner.contract import Answer, SampleOutput
 from runner.gateway.model import ClientSettings
 from runner.gateway.server import Gateway, SampleUsage
@@ -40,6 +46,8 @@ from runner.sandbox.images import ImageRef
 from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
 from runner.tasks.view import agent_files
+from runner.transcript.model import SampleKey
+from runner.transcript.storage import read_stored, resolve
 
 __all__ = ["docker_backend"]  # fixtures, imported for pytest
 RUN = f"test-stacks-{uuid.uuid4().hex[:8]}"
@@ -241,6 +249,131 @@ def test_openai_agents_completes_a_scripted_investigation(
     assert OPENAI_MARKER not in out.model_dump_json() and ANTHROPIC_MARKER not in out.model_dump_json()
 
 
+# -- mini-swe-agent ------------------------------------------------------------------------------------------
+
+# mini-swe-agent 2.x's default config (mini.yaml) gives the model one `bash` tool on chat completions (its v1 read
+# commands out of markdown code blocks; 2.x's default agent does not). It ends when a command's output starts with
+# COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT: the second turn writes the answer and submits in one command.
+MINI_SQL_COMMAND = f'ispm-sql "{SQL}"'
+MINI_ANSWER_COMMAND = (
+    f"cat > /output/answer.json <<'EOF'\n{json.dumps(ANSWER)}\nEOF\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+)
+MINI_TURNS = [
+    Turn(
+        text="THOUGHT: Count the Okta users by status.",
+        tool_calls=[ToolCall("bash", {"command": MINI_SQL_COMMAND}, id="call_sql")],
+        usage=Usage(1101, 31),
+    ),
+    Turn(
+        text="THOUGHT: Write the answer, then submit.",
+        tool_calls=[ToolCall("bash", {"command": MINI_ANSWER_COMMAND}, id="call_answer")],
+        usage=Usage(1202, 42, cached_tokens=1000, reasoning_tokens=5),
+    ),
+]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_mini_swe_agent_completes_a_scripted_investigation(
+    docker_backend: DockerBackend,
+    fake: FakeProvider,
+    refs: dict[str, ImageRef],
+    task: Task,
+    world_db: sqlite3.Connection,
+) -> None:
+    fake.push(*MINI_TURNS)
+    with Gateway("openai/gpt-scripted-1", settings=SETTINGS) as gateway:
+        spec = make_spec(task, refs["agent-mini-swe-agent"].tag, "gpt-scripted-1")
+        out, usage = run_with_gateway(docker_backend, gateway, spec)
+        builder = gateway.transcript(spec.sample_id)
+
+    assert_the_investigation_succeeded(out, usage, fake, world_db)
+    assert usage.requests == 2  # the submit ends the run: no request after it
+
+    # What mini-swe-agent 2.4.6 sends through litellm: chat completions, not streamed, one bash tool.
+    for seen in fake.seen:
+        assert (seen.method, seen.path) == ("POST", "/v1/chat/completions")
+        assert seen.headers["authorization"] == f"Bearer {OPENAI_MARKER}"
+        assert seen.body["model"] == "gpt-scripted-1" and not seen.body.get("stream")
+        assert [t["function"]["name"] for t in seen.body["tools"]] == ["bash"]
+    first = fake.seen[0].body["messages"]
+    assert [m["role"] for m in first] == ["system", "user"]
+    assert task.prompt.strip() in first[1]["content"] and "ispm-sql" in first[1]["content"]
+    result = fake.seen[1].body["messages"][-1]
+    assert result["role"] == "tool" and result["tool_call_id"] == "call_sql"
+    assert re.search(r"\bstatus\b.*\bn\b", result["content"])
+
+    # The transcript shows the command and its SQL, as the model sent it and as it went back.
+    assert builder is not None
+    data = builder.encode(RUN, SampleKey(task_id=TASK_ID, epoch=1))
+    assert OPENAI_MARKER not in gzip.decompress(data).decode()
+    calls = [e for e in resolve(read_stored(data, "test"), "test") if isinstance(e, ModelCall)]
+    assert len(calls) == 2 and calls[0].response is not None
+    assert calls[0].response.blocks == [
+        TextBlock(text="THOUGHT: Count the Okta users by status."),
+        ToolCallBlock(
+            id="call_sql", name="bash", arguments=json.dumps({"command": MINI_SQL_COMMAND}),
+            input={"command": MINI_SQL_COMMAND},
+        ),
+    ]  # fmt: skip
+    tool = calls[0].response.blocks[1]
+    assert isinstance(tool, ToolCallBlock) and SQL in tool.arguments
+
+    # Its trajectory is the trace: the model's two bash calls, then how it ended.
+    calls_made: list[Any] = [c for e in out.trace for c in e.get("tool_calls") or []]  # type: ignore[attr-defined]
+    commands = [c["function"]["arguments"] for c in calls_made]
+    assert [json.loads(c)["command"] for c in commands] == [MINI_SQL_COMMAND, MINI_ANSWER_COMMAND]
+    assert out.trace[-1] == {"event": "end", "exit_status": "Submitted", "api_calls": 2, "mini_version": "2.4.6"}
+    assert OPENAI_MARKER not in out.model_dump_json() and ANTHROPIC_MARKER not in out.model_dump_json()
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_ispm_run_names_mini_swe_agent_and_completes_a_sample(
+    fake: FakeProvider, refs: dict[str, ImageRef], tmp_path: Path
+) -> None:
+    """`ispm run --agent-image mini-swe-agent`, as a user types it: preflight, the sample, grading, the record."""
+    turns = iter(MINI_TURNS)
+    # The agent's requests carry its bash tool; preflight's probe does not, and gets the fake's canned answer.
+    fake.responder = lambda seen: next(turns) if isinstance(seen.body, dict) and seen.body.get("tools") else None
+    run_dir = tmp_path / "run"
+    done = CliRunner().invoke(main, [
+        "run", "--agent-image", "mini-swe-agent", "--candidate", "openai/gpt-scripted-1", "--judge", "ref#1",
+        "--judge", "ref#2", "--task", TASK_ID, "--epochs", "1", "--concurrency", "1", "--run-dir", str(run_dir),
+    ])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    record = json.loads((run_dir / "record.json").read_text())
+    assert record["images"] == {refs["agent-mini-swe-agent"].tag: refs["agent-mini-swe-agent"].id}
+    (sample,) = record["samples"]
+    assert sample["status"] == "ok", sample.get("error")
+    assert sample["queries_declared"] == [SQL]
+    scripted = MINI_TURNS[0].usage + MINI_TURNS[1].usage
+    agent = sample["agent"]
+    assert (agent["requests"], agent["input_tokens"], agent["output_tokens"], agent["cached_tokens"]) == (
+        2, scripted.input_tokens, scripted.output_tokens, scripted.cached_tokens,
+    )  # fmt: skip
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_mini_swe_agent_without_an_answer_leaves_a_failure_answer(
+    docker_backend: DockerBackend, fake: FakeProvider, refs: dict[str, ImageRef], task: Task
+) -> None:
+    submit = ToolCall("bash", {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}, id="call_submit")
+    fake.push(Turn(text="I will not look.", tool_calls=[submit], usage=Usage(900, 9)))
+    with Gateway("openai/gpt-scripted-1", settings=SETTINGS) as gateway:
+        spec = make_spec(task, refs["agent-mini-swe-agent"].tag, "gpt-scripted-1")
+        out, usage = run_with_gateway(docker_backend, gateway, spec)
+
+    assert out.exit_code == 1 and out.status == "agent_error", (out.error, out.stderr_tail)
+    assert out.answer is not None and out.answer.verdict is None and out.answer.evidence == []
+    assert out.answer.response == (
+        "No answer was written: mini-swe-agent exited with code 0 (Submitted).\n\n"
+        "mini-swe-agent's final message:\nI will not look."
+    )
+    assert_usage_is_what_the_provider_reported(usage, fake)
+
+
 # -- across APIs: each stack with the other provider, through the gateway's translation ---------------------
 
 
@@ -301,7 +434,11 @@ def test_openai_agents_runs_on_an_anthropic_candidate(
 
 # -- the images ------------------------------------------------------------------------------------------------
 
-STACKS = {"agent-claude-code": "claude-code", "agent-openai-agents": "openai-agents"}
+STACKS = {
+    "agent-claude-code": "claude-code",
+    "agent-openai-agents": "openai-agents",
+    "agent-mini-swe-agent": "mini-swe-agent",
+}
 
 
 @pytest.mark.docker
@@ -380,7 +517,7 @@ def test_only_wheels_with_a_pinned_hash_count_as_fetched(tmp_path: Path) -> None
     assert vendoring.missing_wheels(requirements, tmp_path) == {"b==2"}
 
 
-@pytest.mark.parametrize("folder", ["claude-code", "openai-agents", "gemini"])
+@pytest.mark.parametrize("folder", ["claude-code", "openai-agents", "codex", "gemini", "mini-swe-agent"])
 def test_every_requirement_is_pinned_by_version_and_hash(folder: str) -> None:
     requirements = images.repo_root() / "images" / "agents" / folder / "requirements.txt"
     text = "\n".join(line for line in requirements.read_text().splitlines() if not line.startswith("#"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -32,6 +33,34 @@ def test_run_needs_two_judges() -> None:
     result = CliRunner().invoke(main, ["run", "--agent-image", "null", "--judge", "ref"])
     assert result.exit_code == 2
     assert "give exactly two --judge options, got 1" in result.output
+
+
+def replay_under_run(run_dir: Path, backend: str, *extra: str) -> tuple[int, str, dict[str, Any]]:
+    result = CliRunner().invoke(main, [
+        "run", "--agent-image", "replay", "--judge", "ref#1", "--judge", "ref#2", "--backend", backend,
+        "--task", "ispm-001", "--epochs", "1", "--run-dir", str(run_dir), *extra,
+    ])  # fmt: skip
+    record = json.loads((run_dir / "record.json").read_text()) if (run_dir / "record.json").exists() else {}
+    return result.exit_code, result.output, record
+
+
+def test_run_replays_the_gold_answers_as_demo_does(tmp_path: Path) -> None:
+    """`ispm run --agent-image replay` is a calibration run: the replay agent gets its recordings (issue 31)."""
+    code, output, record = replay_under_run(tmp_path / "run", "local", "--candidate", "openai/gpt-4.1")
+    assert code == 0, output
+    assert "note: the replay agent uses no model; --candidate openai/gpt-4.1 is not used" in output
+    assert (record["calibration"], record["official"], record["candidate_model"]) == ("replay", False, None)
+    assert record["scores"]["dimensions"]["answer_correctness"]["mean"] == 1.0
+    (sample,) = record["samples"]
+    assert sample["status"] == "ok", sample
+
+
+@pytest.mark.docker
+def test_run_replays_the_gold_answers_in_docker(tmp_path: Path) -> None:
+    code, output, record = replay_under_run(tmp_path / "run", "docker")
+    assert code == 0, output
+    assert record["calibration"] == "replay"
+    assert record["scores"]["dimensions"]["answer_correctness"]["mean"] == 1.0
 
 
 @pytest.mark.docker

@@ -24,9 +24,9 @@ from runner.record.build import build_record, write_record
 from runner.run.digests import current_digests
 from runner.run.journal import JOURNAL_NAME, Journal, RunFinished, RunStarted, SampleFinished, SampleGraded
 from runner.run.spec import Digests, RunSpec
+from runner.sample_key import SampleKey
 from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
-from runner.transcript.model import SampleKey
 from runner.transcript.storage import TranscriptBuilder
 
 RUN_ID = "20261201T090000Z-trace"
@@ -169,8 +169,11 @@ def votes() -> list[JudgeVote]:
     ]
 
 
-def write_run(run_dir: Path, *, with_transcript: bool = True, result: str = RESULT) -> Path:
-    """Write the run into ``run_dir``; return it. ``result`` is the tool result the second call sends back."""
+def write_run(
+    run_dir: Path, *, with_transcript: bool = True, result: str = RESULT, agent_calls: list[ModelCall] | None = None
+) -> Path:
+    """Write the run into ``run_dir``; return it. ``result`` is the tool result the second call sends back;
+    ``agent_calls`` replace the agent's two calls in the transcript (the figures stay those of :func:`calls`)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     spec = RunSpec(
         agent_image="example/sdk-agent:1",
@@ -184,7 +187,7 @@ def write_run(run_dir: Path, *, with_transcript: bool = True, result: str = RESU
     ref = judged = None
     if with_transcript:
         builder = TranscriptBuilder("candidate")
-        for call in calls(result):
+        for call in agent_calls if agent_calls is not None else calls(result):
             builder.add(call)
         ref = builder.write(run_dir, RUN_ID, KEY)
         judges = TranscriptBuilder("judges")

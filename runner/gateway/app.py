@@ -9,6 +9,10 @@ Routes (base URLs ``http://127.0.0.1:8765/v1`` for OpenAI SDKs and ``http://127.
   and the stream are named in the path. Any other Gemini method is a 404 in Google's error shape.
 - ``POST /v1/messages/count_tokens``: passed to an Anthropic candidate; not a step, and free.
 - ``GET /v1/models``: the candidate, in OpenAI's list shape, or Anthropic's when ``anthropic-version`` is sent.
+- ``GET /v1/responses`` (Responses over WebSocket, which Codex's built-in provider tries first): refused with 426
+  Upgrade Required in OpenAI's error shape, as OpenAI answers where WebSockets are off, so the client falls back to
+  ``POST /v1/responses`` on its first try (Codex 0.163.0: one attempt, 0.02 s; a 403, 404 or 405 costs it seven
+  attempts and about 6.6 s). The refusal is booked on the sample's transcript.
 - ``GET /healthz``.
 
 The per-sample token is accepted as ``Authorization: Bearer``, as Anthropic's ``x-api-key`` or as Google's
@@ -271,6 +275,9 @@ def build_app(upstreams: Upstreams) -> Starlette:
 
         return endpoint
 
+    async def responses_upgrade(request: Request) -> Response:
+        return await _refuse_upgrade(upstreams, request)
+
     async def count_tokens(request: Request) -> Response:
         try:
             return await _count_tokens(upstreams, request)
@@ -293,6 +300,7 @@ def build_app(upstreams: Upstreams) -> Starlette:
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/chat/completions", model_route("chat"), methods=["POST"]),
             Route("/v1/responses", model_route("responses"), methods=["POST"]),
+            Route("/v1/responses", responses_upgrade, methods=["GET"]),
             Route("/v1/messages", model_route("messages"), methods=["POST"]),
             Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
             Route("/v1/models/{target:path}", model_route("gemini"), methods=["POST"]),
@@ -304,6 +312,28 @@ def build_app(upstreams: Upstreams) -> Starlette:
     # GET /v1beta/models would be sent on to the Gemini route's "/v1beta/models/").
     app.router.redirect_slashes = False
     return app
+
+
+async def _refuse_upgrade(upstreams: Upstreams, request: Request) -> Response:
+    """``GET /v1/responses``: Responses over WebSocket is not spoken here. 426, so that the client falls back to
+    HTTP at once, in OpenAI's error shape, naming what was refused; booked on the sample when its token is good."""
+    started = time.perf_counter()
+    upgrade = request.headers.get("upgrade", "").strip().lower()[:40]
+    what = f"an upgrade to {upgrade!r}" if upgrade else "GET without a WebSocket upgrade"
+    why = f"Responses over WebSocket is not supported by the ISPM gateway ({what}); use POST /v1/responses"
+    reply = error_reply("responses", 426, "invalid_request_error", why)
+    reply.headers["connection"] = "close"  # the client sent no body, but may have meant to speak another protocol
+    token = _token(request)
+    sample_id = upstreams.ledger.authenticate(token, request.scope.get(BOUND_KEY), request.url.path)
+    if sample_id is None:
+        return error_reply(
+            "responses", 401, "authentication_error", "missing, unknown, revoked or foreign gateway token"
+        )
+    at = datetime.now(UTC) - timedelta(seconds=time.perf_counter() - started)
+    arrival = _Arrival(sample_id, upstreams.ledger.arrive(sample_id), started, at, _headers(request), token)
+    _refused(upstreams, "responses", arrival, reply, Body(encoding="omitted", size=0, note=why), why)
+    _log.warning("request_refused", sample=sample_id, api="responses", reason=why)
+    return reply
 
 
 async def _authenticated_body(

@@ -38,7 +38,7 @@ from runner.gateway.model import (
     ProviderSpec,
 )
 from runner.gateway.protocols import TranslationError, chat_messages, reader_for
-from runner.transcript.redact import longest_first
+from runner.transcript.redact import longest_first, redact_raw, redact_text
 
 _log = log.get(__name__)
 
@@ -300,13 +300,13 @@ class Endpoint:
         return {"x-goog-api-key": self.key} if self.key else {}
 
     def redact(self, text: str) -> str:
-        """``text`` with the key replaced."""
-        return text.replace(self.key, REDACTED) if self.key else text
+        """``text`` with the key replaced (a short key only where it stands whole: never inside a model id)."""
+        return redact_text(text, (self.key,)) if self.key else text
 
     def redact_bytes(self, raw: bytes) -> bytes:
-        """``raw`` with the key replaced: a provider echoing our key must not pass it on to an agent."""
-        key = self.key.encode()
-        return raw.replace(key, REDACTED.encode()) if key and key in raw else raw
+        """``raw`` with the key replaced as :meth:`redact` does: a provider echoing our key must not pass it on to
+        an agent."""
+        return redact_raw(raw, (self.key,)) if self.key else raw
 
 
 def ssl_context() -> ssl.SSLContext:

@@ -10,9 +10,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from runner.run.spec import RunSpec
+from runner.run.spec import Calibration, RunSpec
 
 CALIBRATION_JUDGES = ("ref#1", "ref#2")
+_BUILT_IN: dict[str, Calibration] = {"replay": "replay", "agent-replay": "replay", "null": "null", "agent-null": "null"}
+
+
+def calibration_of(agent_image: str) -> Calibration | None:
+    """``replay`` or ``null`` when ``agent_image`` names our calibration agent (``replay``, ``agent-replay``, ...):
+    a run of it is a calibration, whatever command starts it, so the replay agent gets its gold recordings."""
+    return _BUILT_IN.get(agent_image)
 
 
 def calibration_spec(

@@ -36,6 +36,7 @@ from runner import log
 from runner.contract import SampleOutput, SampleTimings
 from runner.errors import SandboxError
 from runner.paths import world_dir
+from runner.sample_key import SampleKey
 from runner.sandbox.collect import AgentEnd, CollectLimits
 from runner.world import DOCS_DIR, SNAPSHOT_NAME
 
@@ -131,9 +132,14 @@ class SampleSpec(BaseModel):
         return value
 
     @property
+    def key(self) -> SampleKey:
+        """Which sample this is."""
+        return SampleKey(task_id=self.task_id, epoch=self.epoch)
+
+    @property
     def sample_id(self) -> str:
         """``<task>.e<epoch>``: unique within a run, the gateway's sample key and the ``ispm.sample`` label."""
-        return f"{self.task_id}.e{self.epoch}"
+        return self.key.label()
 
     def labels(self) -> dict[str, str]:
         """The labels on every resource this sample makes."""

@@ -32,7 +32,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,7 +120,9 @@ SPECS: tuple[ImageSpec, ...] = (
     ImageSpec("agent-reference", "agents/reference", parent="base"),
     ImageSpec("agent-claude-code", "agents/claude-code", parent="base", vendor="claude-code"),
     ImageSpec("agent-openai-agents", "agents/openai-agents", parent="base", vendor="site-packages"),
+    ImageSpec("agent-codex", "agents/codex", parent="base", vendor="codex"),
     ImageSpec("agent-gemini", "agents/gemini", parent="base", vendor="site-packages"),
+    ImageSpec("agent-mini-swe-agent", "agents/mini-swe-agent", parent="base", vendor="site-packages"),
 )
 
 
@@ -397,21 +399,52 @@ def _write_record(refs: dict[str, ImageRef]) -> None:
     os.replace(scratch, target)
 
 
-def ensure_images(client: Any | None = None, sources: list[Path] | None = None) -> dict[str, ImageRef]:
-    """Make sure every sandbox image exists for the current inputs; build only what is missing.
+def needed_specs(names: Iterable[str] | None = None) -> list[ImageSpec]:
+    """The specs of the images ``names`` and of their parents, parents first; every spec when ``names`` is None.
 
-    The base comes from Debian packages, or from ``$ISPM_UPSTREAM_BASE`` when that is set (see the module docs).
-    Returns the references by short name and records them in ``.cache/images.json``.
+    Raises:
+        ImageError: a name that is not one of our images.
     """
+    if names is None:
+        return list(SPECS)
+    by_name = {spec.name: spec for spec in SPECS}
+    unknown = sorted(set(names) - set(by_name))
+    if unknown:
+        raise ImageError(f"no such image: {', '.join(unknown)}; ours are {', '.join(by_name)}")
+    wanted: set[str] = set()
+    for name in names:
+        step: str | None = name
+        while step is not None:
+            wanted.add(step)
+            step = by_name[step].parent
+    return [spec for spec in SPECS if spec.name in wanted]
+
+
+def ensure_images(
+    client: Any | None = None, sources: list[Path] | None = None, names: Iterable[str] | None = None
+) -> dict[str, ImageRef]:
+    """Make sure the sandbox images ``names`` (with their parents; every image when None) exist for the current
+    inputs; build only what is missing.
+
+    ``make images`` ensures every image; ``ispm demo`` only the calibration agent it runs, and ``ispm run`` only its
+    agent: an agent image is built the first time something names it. The base comes from Debian packages, or from
+    ``$ISPM_UPSTREAM_BASE`` when that is set (see the module docs). Returns the references by short name and records
+    them in ``.cache/images.json`` (beside those recorded before that are still current).
+
+    Raises:
+        ImageError: a name that is not one of our images, or a build that failed.
+    """
+    specs = needed_specs(names)
     files = apt_source_files() if sources is None else sources
     upstream = upstream_base()
     engine = client if client is not None else _docker()
     refs: dict[str, ImageRef] = {}
     with build_lock():
         digests = _digests(files, upstream)
-        for spec in SPECS:
+        for spec in specs:
             refs[spec.name] = _ensure_one(engine, spec, digests[spec.name], files, refs, upstream)
-        _write_record(refs)
+        kept = {n: r for n, r in _recorded().items() if n in digests and r.input_digest == digests[n]}
+        _write_record({n: (refs.get(n) or kept[n]) for n in digests if n in refs or n in kept})
     return refs
 
 
@@ -433,6 +466,14 @@ def load_record() -> dict[str, ImageRef]:
     if not path.is_file():
         return {}
     return ImageRecord.model_validate_json(path.read_text(encoding="utf-8")).images
+
+
+def _recorded() -> dict[str, ImageRef]:
+    # What an earlier call recorded; a damaged record is rewritten from what this call ensures.
+    try:
+        return load_record()
+    except ValueError:
+        return {}
 
 
 def prune_stale(

@@ -271,7 +271,9 @@ def _responses_item(item: Any) -> Message:
     if kind == "reasoning":
         summary = item.get("summary") or []
         text = "\n".join(s.get("text", "") for s in summary if isinstance(s, dict))
-        return Message(role="assistant", parts=[ReasoningBlock(text=text, redacted=not text)])
+        # A summary is kept beside encrypted content (store=false): the summary shows, the encrypted part is withheld.
+        withheld = bool(item.get("encrypted_content")) or not text
+        return Message(role="assistant", parts=[ReasoningBlock(text=text, redacted=withheld)])
     return Message(role="user", parts=[_other(_text(kind), item)])
 
 

@@ -66,7 +66,9 @@ class ContentOut(_Log):
     text: str | None = None
     """The text (``text``)."""
     reasoning: str | None = None
-    """The reasoning (``reasoning``)."""
+    """The reasoning (``reasoning``); empty when the provider sent it encrypted or redacted (never kept)."""
+    summary: str | None = None
+    """The readable summary kept beside encrypted reasoning (Responses' ``summary``), which Inspect shows then."""
     redacted: bool | None = None
     """Whether the provider redacted the reasoning."""
 
@@ -218,7 +220,10 @@ def _assistant(message: Message, model: str | None) -> MessageOut:
     calls: list[ToolCallOut] = []
     for i, p in enumerate(message.parts):
         if isinstance(p, ReasoningBlock):
-            content.append(ContentOut(type="reasoning", reasoning=p.text, redacted=p.redacted or None))
+            if p.redacted:  # Inspect's reasoning is then the withheld content; what can be read is the summary
+                content.append(ContentOut(type="reasoning", reasoning="", summary=p.text or None, redacted=True))
+            else:
+                content.append(ContentOut(type="reasoning", reasoning=p.text))
         elif isinstance(p, TextBlock):
             content.append(ContentOut(type="text", text=p.text))
         elif isinstance(p, ToolCallBlock):

@@ -21,6 +21,8 @@ MAX_TEXT_CHARS = 400
 MAX_AGENT_CHARS = 160
 """Characters of one of the agent's own trace entries printed: they repeat what the host saw, at length."""
 INDENT = "    "
+WITHHELD = "[encrypted or redacted by the provider: withheld]"
+"""Printed for reasoning the provider sent only encrypted (``encrypted_content``) or redacted: never readable here."""
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -53,13 +55,22 @@ def _tokens(step: CallStep) -> str:
     return f"{u.input_tokens} in{cached} / {u.output_tokens} out"
 
 
+def _reasoning(part: ReasoningBlock) -> str:
+    """The reasoning text kept (a summary beside encrypted content included), and a mark for what was withheld."""
+    if not part.redacted:
+        return cut(part.text)
+    if not part.text:
+        return WITHHELD
+    return f"{cut(part.text)} {WITHHELD}"
+
+
 def _message(message: Message, sql: SqlLayout, role: str | None = None) -> Iterator[str]:
     who = role or message.role
     for part in message.parts:
         if isinstance(part, TextBlock):
             yield from _block(f"{who}: {cut(part.text)}")
         elif isinstance(part, ReasoningBlock):
-            yield from _block(f"{who} reasoning: {'[redacted]' if part.redacted else cut(part.text)}")
+            yield from _block(f"{who} reasoning: {_reasoning(part)}")
         elif isinstance(part, ToolCallBlock):
             found = sql_of_call(part.input)
             yield f"{INDENT}tool call {inert(part.name)} ({inert(part.id or 'no id')}): {cut(part.arguments)}"

@@ -3,10 +3,16 @@
 A call is kept as it came (:class:`~runner.call.ModelCall`) and redacted here, on the capture's thread, before it is
 stored: its headers, its error and error reply, its reply, and its request (a JSON object's pieces as the store keeps
 them, :func:`redact_json`; anything else whole).
+
+A key of :data:`WHOLE_BELOW` characters or more is replaced wherever it occurs. A shorter one (``OPENAI_API_KEY=fake``
+for a local server) could be part of text that is no secret, a model id above all (``fake-model-resolved-1``): it is
+replaced only where it stands whole, not inside or joined to a longer run of key characters (:func:`redact_text`).
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,6 +24,21 @@ from runner.transcript.model import REDACTED
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"})
 """Headers whose whole value is a credential: stored as ``[REDACTED]`` whatever they hold."""
 _MIN_SECRET = 8  # a shorter "key" would redact ordinary words
+WHOLE_BELOW = 16
+"""Keys shorter than this are replaced only where they stand whole (see the module docs)."""
+# Whole: no key character (a word character or a hyphen) before or after it, and no dot or slash that joins it to
+# more of them (``fake.v2``, ``openai/fake-1``); a dot that ends a sentence does not join.
+_BEFORE, _AFTER = r"(?<![\w./-])", r"(?![\w-]|[./]\w)"
+
+
+@functools.lru_cache(maxsize=64)
+def _whole(secret: str) -> re.Pattern[str]:
+    return re.compile(_BEFORE + re.escape(secret) + _AFTER)
+
+
+@functools.lru_cache(maxsize=64)
+def _whole_bytes(secret: bytes) -> re.Pattern[bytes]:
+    return re.compile(_BEFORE.encode() + re.escape(secret) + _AFTER.encode())
 
 
 def longest_first(secrets: Iterable[str]) -> tuple[str, ...]:
@@ -26,11 +47,22 @@ def longest_first(secrets: Iterable[str]) -> tuple[str, ...]:
 
 
 def redact_text(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret replaced."""
+    """``text`` with every secret replaced: wherever it occurs, or only whole when shorter than :data:`WHOLE_BELOW`."""
     for secret in secrets:
-        if secret in text:
-            text = text.replace(secret, REDACTED)
+        if secret and secret in text:
+            whole = len(secret) < WHOLE_BELOW
+            text = _whole(secret).sub(REDACTED, text) if whole else text.replace(secret, REDACTED)
     return text
+
+
+def redact_raw(raw: bytes, secrets: Iterable[str]) -> bytes:
+    """``raw`` (UTF-8 bytes) with every secret replaced as :func:`redact_text` does."""
+    marker = REDACTED.encode()
+    for secret in secrets:
+        key = secret.encode()
+        if key and key in raw:
+            raw = _whole_bytes(key).sub(marker, raw) if len(secret) < WHOLE_BELOW else raw.replace(key, marker)
+    return raw
 
 
 def redact_json(value: Any, secrets: tuple[str, ...]) -> Any:
