@@ -14,6 +14,8 @@ from typing import Any
 
 import pydantic
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from fake_provider import ToolCall, Turn, Usage
 from fake_provider import chat as fake_chat
 from fake_provider.wire import Answering
@@ -185,12 +187,43 @@ def test_responses_pair_with_their_calls_by_id_or_else_by_name_in_order() -> Non
             "generationConfig.candidateCount other than 1 is not supported",
         ),
         ({"contents": "Leavers?"}, "contents must be a list"),
+        (
+            {"contents": [], "toolConfig": {"functionCallingConfig": {"mode": ["ANY"]}}},
+            "toolConfig.functionCallingConfig.mode ['ANY'] is not supported",
+        ),
     ],
 )
 def test_what_chat_cannot_say_is_refused_by_name(body: dict[str, Any], message: str) -> None:
     with pytest.raises(TranslationError) as caught:
         gemini_to_chat_request(body, "m")
     assert str(caught.value) == message
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=20,
+)
+GEMINI_KEYS = st.sampled_from(
+    ["contents", "role", "parts", "text", "thought", "functionCall", "functionResponse", "name", "args", "id"]
+    + ["response", "inlineData", "mimeType", "tools", "functionDeclarations", "parameters", "type", "nullable"]
+    + ["systemInstruction", "toolConfig", "functionCallingConfig", "mode", "generationConfig", "candidateCount"]
+)
+GEMINI_JSON = st.recursive(
+    JSON,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(GEMINI_KEYS | st.text(max_size=4), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=st.dictionaries(GEMINI_KEYS, GEMINI_JSON, max_size=5))
+def test_no_request_body_makes_the_translation_fail_but_by_name(body: dict[str, Any]) -> None:
+    """Any JSON object is translated or refused with a TranslationError (a 400), never another exception (a 500)."""
+    try:
+        CHAT_REQUEST.validate_python(json.loads(json.dumps(gemini_to_chat_request(body, "m"))))
+    except (TranslationError, pydantic.ValidationError):
+        pass
 
 
 # --- replies and streams ---------------------------------------------------------------------------------

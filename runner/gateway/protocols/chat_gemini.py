@@ -250,7 +250,7 @@ def _tool_choice(config: Body) -> Any:
     mode = config.get("mode")
     if mode is None:
         return None
-    if mode not in _MODES:
+    if not isinstance(mode, str) or mode not in _MODES:
         raise TranslationError(f"toolConfig.functionCallingConfig.mode {mode!r} is not supported")
     allowed = field(config, "allowedFunctionNames")
     if mode == "ANY" and isinstance(allowed, list) and len(allowed) == 1:
