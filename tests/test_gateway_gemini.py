@@ -211,7 +211,8 @@ def test_a_provider_run_tool_is_refused_with_a_400_the_sdk_raises_and_the_sample
         ("POST", "/v1beta/models/m:streamGenerateContent", {"contents": []}, 400, "needs ?alt=sse"),
         ("POST", "/v1/models/m:generateContent", {"prompt": "q"}, 400, "the request needs a 'contents' list"),
         ("POST", "/v1beta/cachedContents", {}, 404, "no route POST /v1beta/cachedContents"),
-        ("GET", "/v1beta/models", None, 404, "no route GET /v1beta/models"),
+        ("GET", "/v1beta/files", None, 404, "no route GET /v1beta/files"),
+        ("GET", "/v1beta/models/", None, 404, "no route GET /v1beta/models/"),
     ],
 )
 def test_what_the_gateway_does_not_serve_is_a_4xx_in_googles_shape_naming_it(
@@ -226,6 +227,21 @@ def test_what_the_gateway_does_not_serve_is_a_4xx_in_googles_shape_naming_it(
     assert (answer.status_code, error["code"]) == (status, status)
     assert error["status"] in ("INVALID_ARGUMENT", "NOT_FOUND") and says in error["message"]
     assert env.seen == []
+
+
+def test_the_sdk_lists_and_gets_the_candidate_in_googles_shape(env: FakeProvider) -> None:
+    with Gateway("google/gemini-2.5-flash", settings=SETTINGS) as gw:
+        sdk = client(gw, gw.issue_token("s"))
+        listed = [m.name for m in sdk.models.list()]
+        got = sdk.models.get(model="gemini-agent-pick")
+        gw.revoke("s")
+    assert listed == ["models/gemini-2.5-flash"]
+    assert (got.name, got.display_name, got.supported_actions) == (
+        "models/gemini-agent-pick",
+        "gemini-2.5-flash",
+        ["generateContent", "streamGenerateContent"],
+    )
+    assert env.seen == []  # answered by the gateway: nothing is asked of the provider
 
 
 def test_a_request_without_a_live_token_is_a_401_in_googles_shape(env: FakeProvider) -> None:

@@ -8,7 +8,9 @@ Routes (base URLs ``http://127.0.0.1:8765/v1`` for OpenAI SDKs and ``http://127.
   ``/v1beta``), Gemini's API as the ``google-genai`` SDK calls it (base URL ``http://127.0.0.1:8765``): the model
   and the stream are named in the path. Any other Gemini method is a 404 in Google's error shape.
 - ``POST /v1/messages/count_tokens``: passed to an Anthropic candidate; not a step, and free.
-- ``GET /v1/models``: the candidate, in OpenAI's list shape, or Anthropic's when ``anthropic-version`` is sent.
+- ``GET /v1/models``: the candidate, in OpenAI's list shape, or Anthropic's when ``anthropic-version`` is sent, or
+  Google's with ``x-goog-api-key`` (and always on ``GET /v1beta/models``); ``GET …/models/{model}`` describes the
+  candidate in Google's shape, under the name asked for (the SDK's ``models.get``).
 - ``GET /v1/responses`` (Responses over WebSocket, which Codex's built-in provider tries first): refused with 426
   Upgrade Required in OpenAI's error shape, as OpenAI answers where WebSockets are off, so the client falls back to
   ``POST /v1/responses`` on its first try (Codex 0.163.0: one attempt, 0.02 s; a 403, 404 or 405 costs it seven
@@ -253,10 +255,23 @@ def build_app(upstreams: Upstreams) -> Starlette:
         return JSONResponse({"ok": True})
 
     async def models(request: Request) -> Response:
-        api = "messages" if "anthropic-version" in request.headers else "chat"
-        if upstreams.ledger.authenticate(_token(request), request.scope.get(BOUND_KEY), "/v1/models") is None:
+        # Gemini's paths are the others (/v1beta/models, models/{model}); on /v1/models its key header says it.
+        gemini = request.url.path != "/v1/models" or "x-goog-api-key" in request.headers
+        api: Api = "messages" if "anthropic-version" in request.headers else "gemini" if gemini else "chat"
+        if upstreams.ledger.authenticate(_token(request), request.scope.get(BOUND_KEY), request.url.path) is None:
             return error_reply(api, 401, "authentication_error", "missing, unknown, revoked or foreign gateway token")
         model = upstreams.upstream.model
+        if api == "gemini":  # Google's Model: the candidate, under whatever name was asked for (models.get)
+            asked = str(request.path_params.get("target", model)).removeprefix("models/")
+            if not asked or ":" in asked:
+                why = f"no route GET {request.url.path[:200]}; use GET /v1beta/models or /v1beta/models/{{model}}"
+                return error_reply(api, 404, "not_found", why)
+            described = {
+                "name": f"models/{asked}",
+                "displayName": model,
+                "supportedGenerationMethods": list(_GEMINI_METHODS),
+            }
+            return JSONResponse(described if "target" in request.path_params else {"models": [described]})
         if api == "messages":
             listing = {"type": "model", "id": model, "display_name": model, "created_at": "1970-01-01T00:00:00Z"}
             return JSONResponse({"data": [listing], "has_more": False, "first_id": model, "last_id": model})
@@ -303,8 +318,11 @@ def build_app(upstreams: Upstreams) -> Starlette:
             Route("/v1/responses", responses_upgrade, methods=["GET"]),
             Route("/v1/messages", model_route("messages"), methods=["POST"]),
             Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
+            Route("/v1beta/models", models, methods=["GET"]),
             Route("/v1/models/{target:path}", model_route("gemini"), methods=["POST"]),
             Route("/v1beta/models/{target:path}", model_route("gemini"), methods=["POST"]),
+            Route("/v1/models/{target:path}", models, methods=["GET"]),
+            Route("/v1beta/models/{target:path}", models, methods=["GET"]),
         ],
         exception_handlers={404: not_found, 405: not_allowed},
     )
