@@ -91,6 +91,8 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict images/agents/reference/agent.py
 	$(BIN)/mypy --strict images/agents/claude-code/agent.py
 	$(BIN)/mypy --strict images/agents/openai-agents/agent.py
+	$(BIN)/mypy --strict images/agents/codex/agent.py
+	$(BIN)/mypy --strict images/agents/gemini/agent.py
 	$(BIN)/mypy --strict images/agents/mini-swe-agent/agent.py
 
 world: $(STAMP)

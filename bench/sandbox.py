@@ -14,6 +14,16 @@
   that cannot hold the engine's volumes uses).
 - **Throughput.** ``--throughput`` null samples at concurrency 1, 2 and 4 (threads, one backend), as
   samples per second.
+- **Marginal cost of a sample in a run** (``--marginal``, or alone with ``--marginal-only``): whole null-agent runs as
+  a user starts them (``ispm demo --agent null``, a fresh process: start-up, preflight, journal, grading, record and
+  report included) of N and 2N samples, against N and 2N bare ``docker run --rm --network none`` of the base image
+  (``true``) at the same concurrency (threads), at concurrency 1 and 2. A sample's marginal cost is the difference
+  over N; the run's fixed cost (before its first sample and after its last) is what is left: 2 T(N) - T(2N). The
+  four batches of a round run back to back in an order that rotates each round, so drift and the other loads of a
+  shared machine hit each alike; each round gives one ratio, and the spread of the rounds says how noisy the
+  machine was. Targets: a sample's marginal cost at most 1.15x the bare run's; the fixed cost at most 1.35 s (half
+  of the 2.7 s measured before). For context, the null agent under a plain ``docker run`` (the same Python start in
+  the container as in the runner's samples) is measured in the same rounds.
 
 Bounded loops on the local engine only. It prints figures; it asserts nothing.
 """
@@ -22,12 +32,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from runner import log
 from runner.sandbox.backend import SampleSpec
@@ -55,16 +68,115 @@ def docker_run(image: str, *command: str, options: tuple[str, ...] = ()) -> floa
 NULL_OPTIONS = ("--tmpfs", "/output:uid=10001,gid=10001,size=32m")
 
 
+ISPM = Path(sys.executable).with_name("ispm")
+MARGINAL_TARGET = 1.15
+FIXED_TARGET_S = 1.35  # half of the 2.7 s measured before (issue 32)
+
+
+def bare_batch(image: str, count: int, workers: int, *command: str, options: tuple[str, ...] = ()) -> float:
+    """Seconds for ``count`` bare ``docker run``s, ``workers`` at a time."""
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(lambda _: docker_run(image, *command, options=options), range(count)))
+    return time.perf_counter() - started
+
+
+def run_batch(task_ids: list[str], workers: int, folder: Path, code: Path | None = None) -> float:
+    """Seconds for one ``ispm demo --agent null`` of ``task_ids`` (one epoch), ``workers`` at a time, from the
+    process's start to its exit; ``code``: another checkout's ``runner`` (a version before), else this one."""
+    args = [str(ISPM), "demo", "--agent", "null", "--concurrency", str(workers), "--run-dir", str(folder)]
+    env = {**os.environ, "PYTHONPATH": str(code)} if code is not None else None
+    started = time.perf_counter()
+    subprocess.run([*args, *(a for t in task_ids for a in ("--task", t))], check=True, capture_output=True, env=env)
+    return time.perf_counter() - started
+
+
+def marginal(rounds: int, n: int, base: str, null: str, before: Path | None = None) -> None:
+    """The marginal cost of a sample in a run against a bare ``docker run``, and the run's fixed cost; see the
+    module docs. ``before``: a checkout of an earlier version, whose runs join each round as a fourth kind."""
+    ids = sorted(t.id for t in catalog().tasks)[: 2 * n]
+    scratch = Path(tempfile.mkdtemp(prefix="bench-sandbox-runs-"))
+    print(f"marginal cost of a sample: runs of {n} and {2 * n} null samples against as many bare docker runs, "
+          f"{rounds} rounds")  # fmt: skip
+    for workers in (1, 2):
+        times: dict[tuple[str, int], list[float]] = {}
+        for number in range(rounds):
+            kinds = ("bare", "run", "null") + (("before",) if before is not None else ())
+            batches: list[tuple[str, int]] = [(kind, k) for kind in kinds for k in (n, 2 * n)]
+            shift = number % len(batches)
+            for kind, k in batches[shift:] + batches[:shift]:
+                if kind == "bare":
+                    took = bare_batch(base, k, workers, "true")
+                elif kind == "null":
+                    took = bare_batch(null, k, workers, options=NULL_OPTIONS)
+                elif kind == "before":
+                    took = run_batch(ids[:k], workers, scratch / f"c{workers}-r{number}-{k}-before", before)
+                else:
+                    took = run_batch(ids[:k], workers, scratch / f"c{workers}-r{number}-{k}")
+                times.setdefault((kind, k), []).append(took)
+                time.sleep(SETTLE_S)
+        per = {kind: [(b - a) / n for a, b in zip(times[kind, n], times[kind, 2 * n], strict=True)]
+               for kind in kinds}  # fmt: skip
+        ratios = [r / b for r, b in zip(per["run"], per["bare"], strict=True)]
+        fixed = [2 * a - b for a, b in zip(times["run", n], times["run", 2 * n], strict=True)]
+        ratio = statistics.median(ratios)
+        print(f"  concurrency {workers}:")
+        print(f"    bare docker run --rm --network none base true  {_ms(per['bare'])} per sample")
+        print(f"    ispm demo --agent null                         {_ms(per['run'])} per sample")
+        print(
+            f"    ratio {ratio:5.2f}x (rounds {min(ratios):.2f}-{max(ratios):.2f})   target <= {MARGINAL_TARGET}x: "
+            f"{'ok' if ratio <= MARGINAL_TARGET else 'MISSED'}"
+        )
+        null_ratios = [r / b for r, b in zip(per["run"], per["null"], strict=True)]
+        print(
+            f"    for context: docker run --rm agent-null (its Python start, no lockdown) {_ms(per['null'])} per "
+            f"sample; run / that {statistics.median(null_ratios):.2f}x (rounds {min(null_ratios):.2f}-"
+            f"{max(null_ratios):.2f})"
+        )
+        print(
+            f"    fixed cost of a run {statistics.median(fixed):5.2f} s (rounds {min(fixed):.2f}-{max(fixed):.2f})   "
+            f"target <= {FIXED_TARGET_S} s: {'ok' if statistics.median(fixed) <= FIXED_TARGET_S else 'MISSED'}"
+        )
+        if before is not None:
+            was = [2 * a - b for a, b in zip(times["before", n], times["before", 2 * n], strict=True)]
+            ratios_before = [r / b for r, b in zip(per["before"], per["bare"], strict=True)]
+            halves = [f / w for f, w in zip(fixed, was, strict=True)]
+            ratio_was = statistics.median(ratios_before)
+            print(
+                f"    before ({before}): {_ms(per['before'])} per sample, ratio {ratio_was:.2f}x "
+                f"(rounds {min(ratios_before):.2f}-{max(ratios_before):.2f})"
+            )
+            print(
+                f"      fixed cost {statistics.median(was):.2f} s (rounds {min(was):.2f}-{max(was):.2f}); now / before "
+                f"{statistics.median(halves):.2f} (rounds {min(halves):.2f}-{max(halves):.2f})"
+            )
+
+
+def _ms(values: list[float]) -> str:
+    return f"{statistics.median(values) * 1000:6.1f} ms (rounds {min(values) * 1000:.0f}-{max(values) * 1000:.0f})"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Measure and print; see the module docs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=20, help="rounds of the overhead comparison (%(default)s)")
     parser.add_argument("--throughput", type=int, default=12, help="samples per concurrency level (%(default)s)")
+    parser.add_argument("--marginal", type=int, default=3, metavar="ROUNDS", help="rounds of runs (%(default)s)")
+    parser.add_argument(
+        "--marginal-n", type=int, default=10, metavar="N", help="samples of the smaller run (%(default)s)"
+    )
+    parser.add_argument("--marginal-only", action="store_true", help="only the marginal cost of a sample in a run")
+    parser.add_argument(
+        "--before", type=Path, metavar="CHECKOUT", help="also run an earlier checkout's ispm in the same rounds"
+    )
     args = parser.parse_args(argv)
     log.configure()
     logging.getLogger().setLevel(logging.WARNING)  # per-sample info lines would be most of the output
 
     refs = ensure_images()
+    if args.marginal_only:
+        marginal(args.marginal, args.marginal_n, refs["base"].tag, refs["agent-null"].tag, args.before)
+        return 0
     base, null = refs["base"].tag, refs["agent-null"].tag
     task = catalog().tasks[0]
     spec = SampleSpec(task_id=task.id, run_id=RUN, image=null, task_files=agent_files(task), time_limit_s=60)
@@ -126,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
             failed = sum(r.status != "ok" for r in results)
             rate = args.throughput / elapsed
             print(f"  concurrency {workers}: {rate:5.2f} samples/s ({elapsed:.1f} s, {failed} failed)")
+        if args.marginal:
+            marginal(args.marginal, args.marginal_n, base, null, args.before)
     finally:
         backend.sweep(RUN)
         backend.close()

@@ -21,8 +21,9 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Api = Literal["chat", "messages", "responses"]
-"""A wire API for model calls: OpenAI Chat Completions, Anthropic Messages, or OpenAI Responses."""
+Api = Literal["chat", "messages", "responses", "gemini"]
+"""A wire API for model calls: OpenAI Chat Completions, Anthropic Messages, OpenAI Responses, or Google's Gemini
+(``generateContent``)."""
 
 CallApi = Api | Literal["count_tokens"]
 """A wire API, or Anthropic's token counting (``POST /v1/messages/count_tokens``), which is not a step."""

@@ -11,6 +11,8 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runner.sample_key import SampleKey
+
 AGENT_CONTRACT = "ispm.agent/v1"
 ANSWER_FORMAT: Final = "ispm.answer/v1"
 MAX_ANSWER_BYTES = 1_000_000
@@ -114,10 +116,16 @@ class SampleOutput(BaseModel):
     stderr_tail: str = ""
     timings: SampleTimings = Field(default_factory=SampleTimings)
 
+    # ------------------------------------------------------------------------------------------ the v1 contract's text
+    # The publisher's six clauses, the structural-coverage note and the five parts of the public run record, as data:
+    # the site's contract page (runner/site) is generated from these, never from a second copy of the text.
 
-# ------------------------------------------------------------------------------------------ the v1 contract's text
-# The publisher's six clauses, the structural-coverage note and the five parts of the public run record, as data:
-# the site's contract page (runner/site) is generated from these, never from a second copy of the text.
+    @property
+    def key(self) -> SampleKey:
+        """Which sample this is."""
+        return SampleKey(task_id=self.task_id, epoch=self.epoch)
+
+
 class ContractClause(BaseModel):
     """One clause of ISPM-Enterprise-SQL@v1."""
 

@@ -21,17 +21,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, closing, contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from runner import __version__, log
 from runner.call import Usage
-from runner.cluster.driver import RayRunner
-from runner.cluster.model import NodeExpectations
-from runner.cluster.probe import probe_candidate
 from runner.gateway.preflight import preflight
-from runner.gateway.server import Caps, Gateway
 from runner.grading.grade import GradingContext, make_judges
 from runner.grading.judge import Judge
 from runner.grading.rubric import RubricSet, load_rubrics
@@ -39,7 +35,13 @@ from runner.grading.slots import is_reference
 from runner.paths import tasks_dir, world_dir
 from runner.prices import price
 from runner.record.build import build_record, write_record
-from runner.record.cost import projection_lines
+from runner.record.cost import (
+    CandidateProjection,
+    agent_samples,
+    candidate_lines,
+    candidate_projection,
+    projection_lines,
+)
 from runner.record.model import RECORD_NAME, RunRecord
 from runner.record.report import REPORT_NAME
 from runner.run.breaker import spent_usd
@@ -54,7 +56,7 @@ from runner.run.journal import (
     RunInterrupted,
     RunStarted,
     RunTimedOut,
-    done_pairs,
+    done_samples,
     now,
     read_entries,
 )
@@ -69,6 +71,12 @@ from runner.sandbox.trial import make_backend, own_image, resolve_image
 from runner.tasks.catalog import catalog
 from runner.trace.sample_page import write_report_and_pages
 from runner.world import SNAPSHOT_NAME
+
+if TYPE_CHECKING:
+    # Loaded when a run needs them, not for every run: the cluster only on the ``ray`` backend, the gateway (aiohttp's
+    # server) only for an agent with a model. A calibration run (``ispm demo``) starts without either.
+    from runner.cluster.driver import RayRunner
+    from runner.gateway.server import Gateway
 
 LOG_NAME = "log.jsonl"
 REPLAY_DIR = "replay"
@@ -141,13 +149,16 @@ class Preflight(BaseModel):
     """Model id the wire returned, by alias; none for ``ref``."""
     judge_dry_runs: list[JudgeDryRun]
     """One per model judge slot, in slot order."""
+    candidate_lines: list[str] = []
+    """What is printed of the candidate's projected cost (:func:`project_candidate`); empty for a run without one."""
 
     def summary_lines(self) -> list[str]:
         """What the CLI prints before the run starts."""
         lines = [
             f"model          {alias}  ->  {m or '(no model id returned)'}" for alias, m in self.resolved_models.items()
         ]
-        return lines + [d.summary_line() for d in self.judge_dry_runs] + projection_lines(self.judge_dry_runs)
+        judges = [d.summary_line() for d in self.judge_dry_runs] + projection_lines(self.judge_dry_runs)
+        return lines + judges + self.candidate_lines
 
 
 def resolve_models(spec: RunSpec, ray_address: str | None = None) -> dict[str, str]:
@@ -165,6 +176,8 @@ def resolve_models(spec: RunSpec, ray_address: str | None = None) -> dict[str, s
     on_nodes = None
     if spec.needed_model is not None:
         if spec.backend == "ray":
+            from runner.cluster.probe import probe_candidate
+
             on_nodes = probe_candidate(ray_address or os.environ.get("RAY_ADDRESS"), spec.needed_model)
         else:
             models.insert(0, spec.needed_model)
@@ -208,9 +221,38 @@ def run_preflight(
     rubrics = load_rubrics()
     if planned is None:
         planned = planned_samples(spec)
+    dry_runs = dry_run(make_judges(spec.judges, rubrics), planned, rubrics)
+    candidate = spec.needed_model
     return Preflight(
-        resolved_models=resolved, judge_dry_runs=dry_run(make_judges(spec.judges, rubrics), planned, rubrics)
+        resolved_models=resolved,
+        judge_dry_runs=dry_runs,
+        candidate_lines=candidate_projection_lines(candidate, spec.agent_image, planned, dry_runs) if candidate else [],
     )
+
+
+EARLIER_RUNS = Path("runs")
+"""Where preflight looks for earlier runs of the agent (the runs folder ``ispm run`` writes by default)."""
+
+
+def project_candidate(
+    candidate: str, agent_image: str, planned: int, earlier: Path = EARLIER_RUNS
+) -> tuple[CandidateProjection | None, set[str]]:
+    """The candidate's projected cost over ``planned`` samples, from the calibration tasks' samples of the runs under
+    ``earlier`` where ``agent_image`` ran against a model (``None`` when there are none); and those task ids. Reads
+    records only: nothing is spent."""
+    from runner.record.store import summaries_under  # DuckDB's, loaded only when preflight projects
+
+    calibration_tasks = {s.output.task_id for s in load_calibration_set(tasks_dir())}
+    samples = agent_samples(summaries_under(earlier), agent_image, calibration_tasks)
+    return candidate_projection(candidate, agent_image, samples, planned), calibration_tasks
+
+
+def candidate_projection_lines(
+    candidate: str, agent_image: str, planned: int, dry_runs: Sequence[JudgeDryRun], earlier: Path = EARLIER_RUNS
+) -> list[str]:
+    """What preflight prints of the candidate's projected cost (:func:`project_candidate`), and the run's."""
+    projection, calibration_tasks = project_candidate(candidate, agent_image, planned, earlier)
+    return candidate_lines(projection, dry_runs, f"{earlier}/", calibration_tasks)
 
 
 def planned_samples(spec: RunSpec) -> int:
@@ -334,7 +376,7 @@ def resume_run(
     if digests != starts[0].digests:
         # Half a run graded against one world or rubric set and half against another has no meaning.
         raise RunError(f"the world, tasks or rubrics changed since {run_dir} started; start a new run")
-    _, graded = done_pairs(entries)
+    _, graded = done_samples(entries)
     spec = starts[0].spec
     dry_runs = dry_run(make_judges(spec.judges, rubrics), planned_samples(spec) - len(graded), rubrics)
     started = starts[0].model_copy(
@@ -384,7 +426,7 @@ def _go(
     replay_dir = None
     if spec.calibration == "replay":
         replay_dir = write_recordings([tasks[t] for t in wanted], truths, folder / REPLAY_DIR)
-    finished, graded = done_pairs(entries)
+    finished, graded = done_samples(entries)
     # What earlier attempts spent counts against the run's cost limit, in the gateway and in the scheduler alike.
     spent = spent_usd(entries, spec.candidate) if spec.run_cost_limit_usd is not None else 0.0
     # Made before the journal opens: a judge that cannot be made (a key missing) leaves no trace of this start.
@@ -454,6 +496,8 @@ def _sample_runner(
         return
     with ExitStack() as owned:  # what this run made for itself it closes, the backend first
         if gateway is None and spec.needed_model is not None:
+            from runner.gateway.server import Caps, Gateway
+
             # The agent reaches its model only through this host-side gateway, which also counts its tokens.
             limit = spec.run_cost_limit_usd
             caps = Caps(
@@ -469,6 +513,9 @@ def _sample_runner(
 def _cluster(
     started: RunStarted, attempt: str, ray_address: str | None, board: str | None = None
 ) -> Iterator[RayRunner]:
+    from runner.cluster.driver import RayRunner
+    from runner.cluster.model import NodeExpectations
+
     spec = started.spec
     expected = NodeExpectations(
         runner_version=started.runner_version,

@@ -33,6 +33,7 @@ from runner.grading.reference_judge import gold_answer
 from runner.paths import tasks_dir
 from runner.pipeline import start_run
 from runner.run.spec import RunSpec
+from runner.sample_key import SampleKey
 from runner.sandbox.backend import GATEWAY_SOCKET_NAME, SampleSpec
 from runner.tasks.load import load_tasks
 from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
@@ -117,12 +118,12 @@ class GoldBackend(InProcessBackend):
 
     def __init__(self, before: Callable[[int], None] = lambda n: None) -> None:
         self.before = before
-        self.ran: list[tuple[str, int]] = []
+        self.ran: list[SampleKey] = []
         self._lock = threading.Lock()
 
     def run_sample(self, spec: SampleSpec) -> SampleOutput:
         with self._lock:
-            self.ran.append((spec.task_id, spec.epoch))
+            self.ran.append(spec.key)
             number = len(self.ran)
         self.before(number)
         task = BY_ID[spec.task_id]
@@ -148,11 +149,11 @@ class GatewayAgentBackend(InProcessBackend):
     isolates = True
 
     def __init__(self) -> None:
-        self.ran: list[tuple[str, int]] = []
+        self.ran: list[SampleKey] = []
         self.statuses: list[int] = []
 
     def run_sample(self, spec: SampleSpec) -> SampleOutput:
-        self.ran.append((spec.task_id, spec.epoch))
+        self.ran.append(spec.key)
         assert spec.gateway_socket_dir is not None and spec.gateway_token is not None
         conn = _UnixConnection(spec.gateway_socket_dir / GATEWAY_SOCKET_NAME)
         try:

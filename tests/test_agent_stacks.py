@@ -554,7 +554,7 @@ def test_only_wheels_with_a_pinned_hash_count_as_fetched(tmp_path: Path) -> None
     assert vendoring.missing_wheels(requirements, tmp_path) == {"b==2"}
 
 
-@pytest.mark.parametrize("folder", ["claude-code", "openai-agents", "mini-swe-agent"])
+@pytest.mark.parametrize("folder", ["claude-code", "openai-agents", "codex", "gemini", "mini-swe-agent"])
 def test_every_requirement_is_pinned_by_version_and_hash(folder: str) -> None:
     requirements = images.repo_root() / "images" / "agents" / folder / "requirements.txt"
     text = "\n".join(line for line in requirements.read_text().splitlines() if not line.startswith("#"))

@@ -54,8 +54,9 @@ from runner.run.journal import (
     read_entries,
 )
 from runner.run.progress import PlainProgress, duration
-from runner.run.scheduler import planned_pairs
+from runner.run.scheduler import planned_keys
 from runner.run.spec import Digests, RunSpec
+from runner.sample_key import SampleKey
 from runner.world import SNAPSHOT_NAME
 
 __all__ = ["judges", "stopped", "unhealthy"]  # fixtures, imported for pytest
@@ -197,7 +198,7 @@ def test_a_judge_breaking_after_20_samples_stops_the_run_and_resume_completes_it
     _, state = judges
     run_dir = tmp_path / "run"
     spec = judged_spec(RUN_TASKS, epochs=4)  # 32 samples, K = 10 (the default)
-    order = planned_pairs(RUN_TASKS, 4)
+    order = planned_keys(RUN_TASKS, 4)
     first = GoldBackend(lambda n: state.broken.add("judge-a") if n == 21 else None)
     result = start_run(spec, run_dir, backend=first, images={})
 
@@ -220,7 +221,7 @@ def test_a_judge_breaking_after_20_samples_stops_the_run_and_resume_completes_it
     assert resumed.outcome == "completed" and resumed.record.status == "completed"
     assert second.ran == order[30:]
     entries = read_entries(run_dir / JOURNAL_NAME)
-    graded = [(e.task_id, e.epoch) for e in entries if isinstance(e, SampleGraded)]
+    graded = [e.key for e in entries if isinstance(e, SampleGraded)]
     assert sorted(graded) == sorted(order) and len(graded) == len(set(graded)) == 32
     collected = [(e.output.task_id, e.output.epoch) for e in entries if isinstance(e, SampleFinished)]
     assert len(collected) == len(set(collected)) == 32
@@ -283,7 +284,7 @@ def test_a_candidate_answering_401_stops_the_run_early(monkeypatch: pytest.Monke
         result = start_run(spec, tmp_path / "run", backend=backend, images={})
         agent_requests = [s for s in fake.seen if "Investigate." in str(s.body)]
     assert result.outcome == "stopped"
-    assert backend.ran == planned_pairs(RUN_TASKS, 1)[:3] and len(backend.statuses) == 3
+    assert backend.ran == planned_keys(RUN_TASKS, 1)[:3] and len(backend.statuses) == 3
     assert all(status >= 400 for status in backend.statuses)  # how the gateway relays a 401 is its own business
     assert len(agent_requests) == 3
     record = result.record
@@ -361,9 +362,9 @@ def test_the_progress_line_projects_the_end_against_the_run_limit() -> None:
     progress = PlainProgress(out, clock=clock)
     progress.begin(total=5, done=1, limit_s=100.0, used_s=10.0)  # an earlier attempt graded one in 10 s
     clock.now = 20.0
-    progress.finished(("ispm-001", 1), "ok")
+    progress.finished(SampleKey(task_id="ispm-001", epoch=1), "ok")
     clock.now = 60.0
-    progress.finished(("ispm-002", 1), "ok")
+    progress.finished(SampleKey(task_id="ispm-002", epoch=1), "ok")
     assert out.getvalue().splitlines() == [
         # 10 s before + 20 s now + 3 left at 20 s each = 90 s.
         "[2/5] ispm-001 epoch 1: ok (running 0, failed 0; projected 1m30s of the 1m40s limit)",

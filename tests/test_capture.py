@@ -28,8 +28,9 @@ from runner.gateway.protocols.messages import MessagesReader
 from runner.gateway.providers import client_for
 from runner.gateway.server import Gateway
 from runner.grading.judge import LLMJudge
+from runner.sample_key import SampleKey
 from runner.transcript.capture import MAX_UNTAKEN, Capture, JudgeCapture
-from runner.transcript.model import REDACTED, CapReachedEvent, SampleKey
+from runner.transcript.model import REDACTED, CapReachedEvent
 from runner.transcript.storage import read_stored, resolve
 
 OPENAI_KEY = "sk-capture-openai-7e1f0c2b9a8d"
@@ -406,7 +407,7 @@ def test_a_judges_failed_call_is_kept_under_its_slot_with_the_status_and_no_key(
     votes = judge.judge(make_item())
     assert {v.grade for v in votes} == {"abstain"}
 
-    builder = judge.capture.take("ispm-042", 2)
+    builder = judge.capture.take(SampleKey(task_id="ispm-042", epoch=2))
     assert builder is not None
     data = builder.encode("run-1", SampleKey(task_id="ispm-042", epoch=2))
     assert OPENAI_KEY not in gzip.decompress(data).decode()

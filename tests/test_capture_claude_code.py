@@ -21,12 +21,12 @@ from runner.call import ModelCall, TextBlock, ToolCallBlock
 from runner.gateway.model import ClientSettings
 from runner.gateway.server import Gateway
 from runner.paths import tasks_dir
+from runner.sample_key import SampleKey
 from runner.sandbox.backend import SampleSpec, gateway_link
 from runner.sandbox.docker import DockerBackend
 from runner.sandbox.images import ImageRef
 from runner.tasks.load import load_tasks
 from runner.tasks.view import agent_files
-from runner.transcript.model import SampleKey
 from runner.transcript.storage import read_stored, resolve
 
 __all__ = ["docker_backend"]  # a fixture, imported for pytest

@@ -39,13 +39,13 @@ from runner.pipeline import LOG_NAME, RunResult, image_ids, resume_run, start_ru
 from runner.run.calibration import calibration_spec
 from runner.run.journal import JOURNAL_NAME, SampleFinished, SampleGraded, read_entries
 from runner.run.spec import RunSpec
+from runner.sample_key import SampleKey
 from runner.sandbox.backend import SampleSpec
 from runner.sandbox.transfer import engine_image_ids
 from runner.sandbox.trial import resolve_image
 from runner.tasks.load import load_tasks
 from runner.tasks.view import agent_files
 from runner.trace.reader import load_transcript
-from runner.transcript.model import SampleKey
 
 pytestmark = [pytest.mark.docker, pytest.mark.ray, pytest.mark.slow]
 

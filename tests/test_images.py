@@ -102,6 +102,8 @@ def test_tags_follow_input_digests(refs: dict[str, ImageRef]) -> None:
         "agent-reference",
         "agent-claude-code",
         "agent-openai-agents",
+        "agent-codex",
+        "agent-gemini",
         "agent-mini-swe-agent",
     }
     assert images.expected_tags() == {name: ref.tag for name, ref in refs.items()}

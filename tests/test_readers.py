@@ -44,6 +44,14 @@ def _messages(*pieces: str, tool: bool = False) -> list[tuple[str, dict[str, Any
     ]
 
 
+def _gemini(*pieces: str) -> list[tuple[str, dict[str, Any]]]:
+    def event(parts: list[dict[str, Any]], finish: str | None = None) -> tuple[str, dict[str, Any]]:
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+        return ("", {"candidates": [candidate | ({"finishReason": finish} if finish else {})], "modelVersion": "m"})
+
+    return [*[event([{"text": p}]) for p in pieces], event([{"text": ""}], "STOP")]
+
+
 # (what the case is, the API, its events, max_chars, the text kept, characters dropped)
 BOUNDS: tuple[tuple[str, CallApi, list[tuple[str, dict[str, Any]]], int, str, int], ...] = (
     ("chat under the bound", "chat", _chat("abc", "def"), 100, "abcdef", 0),
@@ -52,6 +60,7 @@ BOUNDS: tuple[tuple[str, CallApi, list[tuple[str, dict[str, Any]]], int, str, in
     ("messages past the bound", "messages", _messages("abc", "def"), 4, "abcd", 2),
     ("messages with nothing left", "messages", _messages("abc", "def"), 0, "", 6),
     ("tool arguments past the bound", "messages", _messages('{"sql": ', '"SELECT 1"}', tool=True), 8, '{"sql": ', 11),
+    ("gemini past the bound", "gemini", _gemini("abc", "def"), 4, "abcd", 2),
 )
 
 
@@ -94,7 +103,10 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=24,
 )
-KEYS = ("type", "index", "delta", "choices", "usage", "model", "message", "content_block", "response", "item", "error")
+KEYS = (
+    *("type", "index", "delta", "choices", "usage", "model", "message", "content_block", "response", "item", "error"),
+    *("candidates", "usageMetadata", "promptFeedback", "modelVersion"),
+)
 EVENT = st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=6), JSON, max_size=6)
 NAMES = st.sampled_from(
     [
@@ -116,7 +128,10 @@ NAMES = st.sampled_from(
 
 
 @settings(max_examples=150, deadline=None)
-@given(api=st.sampled_from(["chat", "messages", "responses", "count_tokens"]), events=st.lists(st.tuples(NAMES, EVENT)))
+@given(
+    api=st.sampled_from(["chat", "messages", "responses", "gemini", "count_tokens"]),
+    events=st.lists(st.tuples(NAMES, EVENT)),
+)
 def test_no_stream_of_json_objects_makes_a_reader_raise(
     api: CallApi, events: list[tuple[str, dict[str, object]]]
 ) -> None:
@@ -128,7 +143,7 @@ def test_no_stream_of_json_objects_makes_a_reader_raise(
 
 
 @settings(max_examples=150, deadline=None)
-@given(api=st.sampled_from(["chat", "messages", "responses", "count_tokens"]), body=EVENT)
+@given(api=st.sampled_from(["chat", "messages", "responses", "gemini", "count_tokens"]), body=EVENT)
 def test_no_json_body_makes_a_reader_raise(api: CallApi, body: dict[str, object]) -> None:
     reader = reader_for(api)
     reader.read_body(body)

@@ -13,7 +13,7 @@ from runner.contract import Answer, EvidenceItem, SampleOutput
 from runner.errors import GradingError
 from runner.grading.consensus import consensus
 from runner.grading.coverage import CoverageError, coverage
-from runner.grading.grade import SAMPLE_ANALYSIS_BUDGET_S, GradingContext, SampleGrade, grade_sample
+from runner.grading.grade import GradingContext, SampleGrade, grade_sample
 from runner.grading.judge import JudgeInput, JudgeVote, dimensions_for
 from runner.grading.reference_judge import ReferenceJudge, gold_answer
 from runner.grading.replay import SKIPPED_REASON
@@ -181,6 +181,9 @@ def _endless(n: int) -> str:
     return f"WITH RECURSIVE r(i) AS (SELECT {n} UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
 
 
+QUERY_S, SAMPLE_S = 2.0, 20.0
+
+
 def test_a_sample_declaring_1000_endless_queries_and_logging_10000_more_is_graded_within_its_budget(
     tasks: list[Task], truth: GroundTruth, world_path: Path
 ) -> None:
@@ -193,7 +196,8 @@ def test_a_sample_declaring_1000_endless_queries_and_logging_10000_more_is_grade
     def run() -> None:
         # Its own context: a replay connection belongs to the thread that opened it.
         try:
-            with GradingContext(world_path / SNAPSHOT_NAME) as context:
+            # The budgets scaled down from 60 s a sample and 10 s a query, the same mechanism at a third of the wait.
+            with GradingContext(world_path / SNAPSHOT_NAME, budget_s=QUERY_S, sample_budget_s=SAMPLE_S) as context:
                 started = time.monotonic()
                 found["grade"] = grade(task, truth.tasks[task.id], answer, context, queries=logged)
                 found["seconds"] = time.monotonic() - started
@@ -218,9 +222,9 @@ def test_a_sample_declaring_1000_endless_queries_and_logging_10000_more_is_grade
     interrupted = [q for q in replay.queries if q.status == "timeout"]
     skipped = [q for q in replay.queries if q.status == "skipped"]
     assert len(interrupted) + len(skipped) == 11_000 == len(interrupted) + replay.skipped
-    # Replay's share of the 60 s budget is 51 s (coverage keeps 9 s), at most 10 s a query: 5 or 6 run at all.
+    # Replay's share of the 20 s budget is 11 s (coverage keeps its 9 s), at most 2 s a query: 5 or 6 run at all.
     assert 5 <= len(interrupted) <= 6
-    assert sum(q.duration_ms for q in replay.queries) <= (SAMPLE_ANALYSIS_BUDGET_S - 9.0) * 1000 + 500
+    assert sum(q.duration_ms for q in replay.queries) <= (SAMPLE_S - 9.0) * 1000 + 500
     assert all(q.error == SKIPPED_REASON and q.log_match is None and q.duration_ms == 0 for q in skipped)
     assert replay.queries[-1].logged == 1 and replay.queries[0].logged == 0
     assert all(q.logged == 2 for q in replay.queries[1_000:1_500])  # logged twice, replayed (or skipped) once
@@ -231,9 +235,11 @@ def test_a_sample_declaring_1000_endless_queries_and_logging_10000_more_is_grade
     # analyses all 11,000 short texts in time (a CI run did). Either way the note below counts what it left out.
     assert len(unread) <= coverage_report.unparsed
     cut = [q for q in interrupted if (q.error or "").startswith(SKIPPED_REASON)]  # stopped by the sample's budget
-    assert len(cut) == len(interrupted) - 5 and all("10 s exceeded" in (q.error or "") for q in interrupted[:5])
+    assert len(cut) == len(interrupted) - 5 and all(
+        f"{QUERY_S:g} s exceeded" in (q.error or "") for q in interrupted[:5]
+    )
     assert result.analysis_note == (
-        f"the sample's 60 s analysis budget was spent: {len(skipped) + len(cut)} of 11000 distinct queries not "
+        f"the sample's {SAMPLE_S:g} s analysis budget was spent: {len(skipped) + len(cut)} of 11000 distinct queries not "
         f"replayed ({len(cut)} interrupted), {len(unread)} SQL texts not analysed for coverage; the judges graded "
         "what was analysed"
     )

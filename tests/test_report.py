@@ -171,7 +171,7 @@ def test_a_run_writes_its_report_beside_the_record_and_says_where(tmp_path: Path
 def test_the_written_report_is_the_render_of_its_record(run: tuple[Path, RunRecord, Node]) -> None:
     run_dir, record, _ = run
     # Each sample's own page is linked, never inlined (runner/record/sample_page.py).
-    pages = {(s.task_id, s.epoch): f"samples/{s.task_id}.e{s.epoch}.html" for s in record.samples}
+    pages = {s.key: f"samples/{s.key.label()}.html" for s in record.samples}
     assert (run_dir / REPORT_NAME).read_text(encoding="utf-8") == render_report(record, TASKS, SCORING, pages)
 
 

@@ -39,6 +39,7 @@ from runner.run.journal import (
 from runner.run.progress import Progress
 from runner.run.scheduler import StopRequest
 from runner.run.spec import Digests, RunError, RunSpec, official
+from runner.sample_key import SampleKey
 from runner.sandbox.backend import SampleSpec, SweepReport
 from runner.tasks.load import load_tasks
 from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
@@ -57,7 +58,7 @@ class FakeBackend(InProcessBackend):
     def __init__(self, *, gold: bool = True, delay_s: float = 0.0) -> None:
         self.gold = gold
         self.delay_s = delay_s
-        self.ran: list[tuple[str, int]] = []
+        self.ran: list[SampleKey] = []
         self.swept: list[str | None] = []
         self._lock = threading.Lock()
 
@@ -74,7 +75,7 @@ class FakeBackend(InProcessBackend):
 
     def run_sample(self, spec: SampleSpec) -> SampleOutput:
         with self._lock:
-            self.ran.append((spec.task_id, spec.epoch))
+            self.ran.append(spec.key)
         if self.delay_s > spec.time_limit_s:
             time.sleep(spec.time_limit_s)
             return SampleOutput(task_id=spec.task_id, epoch=spec.epoch, status="timeout", error="time limit")
@@ -228,8 +229,8 @@ def test_run_limit_exceeded_records_timed_out_with_no_score(tmp_path: Path) -> N
 class _CtrlC(Progress):
     """Presses Ctrl-C in the main thread once the first sample is graded."""
 
-    def finished(self, pair: tuple[str, int], status: str) -> None:
-        super().finished(pair, status)
+    def finished(self, key: SampleKey, status: str) -> None:
+        super().finished(key, status)
         raise KeyboardInterrupt
 
 

@@ -13,6 +13,7 @@ from runner.grading.grades import Grade, Vote
 from runner.record import stats
 from runner.record.build import _reliability
 from runner.record.model import TaskResult
+from runner.sample_key import SampleKey
 
 # -- per-task agreement across epochs ----------------------------------------------------------------------
 
@@ -171,7 +172,10 @@ def test_judge_pairs_order_judges_by_name_and_drop_abstentions() -> None:
         Vote(task_id="t1", epoch=2, judge="alpha", dimension="answer_correctness", grade="abstain"),
     ]
     grouped = stats.units(votes)
-    assert grouped == {("t1", 1): {"zeta": 2, "alpha": 0}, ("t1", 2): {"zeta": 1}}
+    assert grouped == {
+        SampleKey(task_id="t1", epoch=1): {"zeta": 2, "alpha": 0},
+        SampleKey(task_id="t1", epoch=2): {"zeta": 1},
+    }
     assert stats.judge_pairs(grouped) == [(0, 2)]
 
 

@@ -11,6 +11,7 @@ from report_runs import mixed
 from trace_runs import AGENT_SAYS, KEY, REPLY, task_set, write_run
 
 from runner.record.report import REPORT_NAME
+from runner.sample_key import SampleKey
 from runner.trace.sample_page import (
     MAX_SHOWN_CHARS,
     SAMPLES_DIR,
@@ -19,7 +20,6 @@ from runner.trace.sample_page import (
     shown,
     write_report_and_pages,
 )
-from runner.transcript.model import SampleKey
 
 __all__ = ["mixed"]  # a fixture, imported for pytest
 

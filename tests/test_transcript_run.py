@@ -26,8 +26,8 @@ from runner.pipeline import resume_run, start_run
 from runner.record.audit import audit
 from runner.record.bundle import bundle
 from runner.run.journal import JOURNAL_NAME, SampleFinished, SampleGraded, read_entries
+from runner.sample_key import SampleKey
 from runner.trace.reader import list_transcripts, load_transcript, read_part
-from runner.transcript.model import SampleKey
 from runner.transcript.storage import TRANSCRIPTS_DIR
 
 TASKS = ["ispm-001", "ispm-004"]

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from runner.call import Body, ModelCall, Reply, TextBlock
-from runner.transcript.model import TRANSCRIPT_VERSION, CapReachedEvent, SampleKey
+from runner.sample_key import SampleKey
+from runner.transcript.model import TRANSCRIPT_VERSION, CapReachedEvent
 from runner.transcript.storage import StoredCall, StoredList, TranscriptBuilder, TranscriptError, read_stored, resolve
 
 KEY = SampleKey(task_id="ispm-001", epoch=1)

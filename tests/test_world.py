@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sqlite3
@@ -248,3 +249,37 @@ def test_cli_logs_json_to_the_log_file(tmp_path: Path, world_copy: Path) -> None
     assert [e["event"] for e in events] == ["world.verified", "world.verify_failed"]
     assert events[1]["problems"] == ["missing file: docs/okta.md"]
     assert events[0]["level"] == "info" and "timestamp" in events[0]
+
+
+# ------------------------------------------------------------------------------------ remembered passes
+def test_a_remembered_pass_skips_only_the_tables_digests(
+    world_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    passes = tmp_path / "passes"
+    verify(world_copy, passes=passes)
+    assert len(list(passes.iterdir())) == 1
+
+    def not_again(snapshot: Path) -> None:
+        raise AssertionError("the tables were digested again for bytes that passed")
+
+    monkeypatch.setattr("runner.world.verify.digest_database", not_again)
+    assert verify(world_copy, passes=passes).snapshot == world_copy / SNAPSHOT_NAME
+    # Every other check still runs.
+    (world_copy / "docs" / "aws.md").write_text("# leaked findings\n")
+    with pytest.raises(WorldError, match=re.escape("docs/aws.md")):
+        verify(world_copy, passes=passes)
+
+
+def test_changed_bytes_are_checked_in_full_though_the_manifest_vouches_for_them(
+    world_copy: Path, tmp_path: Path
+) -> None:
+    passes = tmp_path / "passes"
+    verify(world_copy, passes=passes)
+    # A changed row, and the manifest's sha256 made to match it: only the tables' digests can tell.
+    _sql(world_copy, "UPDATE okta_users SET status = 'ACTIVE' WHERE rowid = (SELECT min(rowid) FROM okta_users)")
+    manifest = json.loads((world_copy / "manifest.json").read_text())
+    manifest["snapshot"]["sha256"] = hashlib.sha256((world_copy / SNAPSHOT_NAME).read_bytes()).hexdigest()
+    (world_copy / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(WorldError, match="table okta_users: content digest differs"):
+        verify(world_copy, passes=passes)
+    assert len(list(passes.iterdir())) == 1

@@ -24,9 +24,9 @@ from runner.record.build import build_record, write_record
 from runner.run.digests import current_digests
 from runner.run.journal import JOURNAL_NAME, Journal, RunFinished, RunStarted, SampleFinished, SampleGraded
 from runner.run.spec import Digests, RunSpec
+from runner.sample_key import SampleKey
 from runner.tasks.load import load_tasks
 from runner.tasks.model import Task
-from runner.transcript.model import SampleKey
 from runner.transcript.storage import TranscriptBuilder
 
 RUN_ID = "20261201T090000Z-trace"

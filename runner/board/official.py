@@ -19,6 +19,7 @@ from runner.run.digests import current_digests
 from runner.run.journal import JOURNAL_NAME
 from runner.run.progress import Progress
 from runner.run.spec import RunSpec, official
+from runner.sample_key import SampleKey
 
 
 def _set(hold: Hold, **values: Any) -> None:
@@ -53,7 +54,7 @@ class BoardProgress(Progress):
         super().__init__()
         self._hold, self._last = hold, 0.0
 
-    def show(self, pair: tuple[str, int] | None = None, status: str | None = None) -> None:
+    def show(self, key: SampleKey | None = None, status: str | None = None) -> None:
         """Store the counts (throttled; the last sample is always stored)."""
         now = time.monotonic()
         if now - self._last < 1.0 and self.done < self.total:

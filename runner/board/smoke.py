@@ -10,11 +10,9 @@ from runner.board.context import SMOKE_DIR
 from runner.board.db import Submission
 from runner.board.quarantine import board_name
 from runner.gateway.server import Gateway
-from runner.paths import tasks_dir
 from runner.run.recordings import write_recordings
 from runner.sandbox.trial import try_sample
-from runner.tasks.load import load_tasks
-from runner.tasks.truth import GROUND_TRUTH_NAME, load_ground_truth
+from runner.tasks.catalog import catalog
 
 
 def smoke_test(config: BoardConfig, sub: Submission) -> str | None:
@@ -26,8 +24,8 @@ def smoke_test(config: BoardConfig, sub: Submission) -> str | None:
     gateway = None
     try:
         if config.trial is not None and config.trial.calibration == "replay":
-            tasks = [t for t in load_tasks(tasks_dir()) if t.id == config.smoke_task]
-            truths = load_ground_truth(tasks_dir() / GROUND_TRUTH_NAME).tasks
+            tasks = [t for t in catalog().tasks if t.id == config.smoke_task]
+            truths = catalog().truth.tasks
             replay_dir = write_recordings(tasks, truths, scratch / "replay")
         elif config.trial is None or config.trial.calibration is None:
             gateway = Gateway(sub.candidate)

@@ -26,15 +26,33 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Only probe each model; skip the judges' dry run on the calibration set (ispm run never skips it).",
 )
+@click.option(
+    "--agent-image",
+    metavar="TAG",
+    help="The agent image the run will use: its earlier runs' samples on the calibration tasks project the "
+    "candidate's cost.",
+)
+@click.option(
+    "--runs",
+    "earlier",
+    type=click.Path(file_okay=False, path_type=Path),
+    default="runs",
+    show_default=True,
+    help="Where the earlier runs are (with --agent-image).",
+)
 @json_option("Print the resolved models (and judges' dry runs) as JSON.")
-def preflight_command(candidate: str, judges: tuple[str, ...], skip_dry_run: bool, as_json: bool) -> None:
+def preflight_command(
+    candidate: str, judges: tuple[str, ...], skip_dry_run: bool, agent_image: str | None, earlier: Path, as_json: bool
+) -> None:
     """Probe the candidate and each model judge, then have each model judge grade the calibration set.
 
     Each model gets one minimal request; the model id each provider returned is printed. Then each judge grades
     the calibration set shipped with the task set (the gold replay agent's and the null agent's answers on a few
     tasks) with the real rubrics and prompt: every reply must parse, gold must be graded correct and null
     incorrect on answer_correctness. The dry run's tokens and latency are printed with a projection of each
-    judge's tokens over an official run (every task, 5 epochs).
+    judge's tokens over an official run (every task, 5 epochs). With --agent-image, the candidate's cost over that
+    run is projected too, as a range, from the agent's tokens on the calibration tasks in earlier runs of that image
+    under --runs (records only: nothing is spent); a model the price data does not know gets tokens and a note.
 
     Keys and endpoints come from the host environment only: OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY,
     ANTHROPIC_BASE_URL. Exits 1 with one line per problem: a missing key (naming its variable), an unknown
@@ -48,8 +66,8 @@ def preflight_command(candidate: str, judges: tuple[str, ...], skip_dry_run: boo
     from runner.gateway.preflight import preflight
     from runner.grading.grade import make_judges
     from runner.grading.rubric import load_rubrics
-    from runner.pipeline import dry_run
-    from runner.record.cost import projection_lines
+    from runner.pipeline import dry_run, project_candidate
+    from runner.record.cost import candidate_lines, projection_lines
     from runner.run.spec import V1_EPOCHS
     from runner.tasks.catalog import catalog
 
@@ -57,17 +75,22 @@ def preflight_command(candidate: str, judges: tuple[str, ...], skip_dry_run: boo
     roles = ["candidate"] + ["judge"] * len(models)
     resolved = preflight([candidate, *models])
     dry_runs = {}
+    planned = len(catalog().tasks) * V1_EPOCHS
     if models and not skip_dry_run:
         rubrics = load_rubrics()
         slots = make_judges(models, rubrics)
-        planned = len(catalog().tasks) * V1_EPOCHS
         dry_runs = {d.judge: d for d in dry_run(slots, planned, rubrics)}
+    projection, calibration_tasks = (
+        project_candidate(candidate, agent_image, planned, earlier) if agent_image else (None, set())
+    )
     if as_json:
         payload = []
         for role, m in zip(roles, resolved, strict=True):
             entry = {"role": role, **m.model_dump(mode="json")}
             if role == "judge" and m.alias in dry_runs:
                 entry["dry_run"] = dry_runs[m.alias].model_dump(mode="json")
+            if role == "candidate" and projection is not None:
+                entry["projection"] = projection.model_dump(mode="json")
             payload.append(entry)
         print_json(payload)
         return
@@ -78,6 +101,9 @@ def preflight_command(candidate: str, judges: tuple[str, ...], skip_dry_run: boo
         click.echo(d.summary_line())
     for line in projection_lines(list(dry_runs.values())):
         click.echo(line)
+    if agent_image:
+        for line in candidate_lines(projection, list(dry_runs.values()), f"{earlier}/", calibration_tasks):
+            click.echo(line)
 
 
 def _finite_dollars(value: float | None) -> float | None:

@@ -8,8 +8,6 @@ import click
 
 from runner import log
 from runner.cli.output import json_option, print_json
-from runner.site.build import build_site, published_from_folders
-from runner.site.sources import load_sources
 
 
 @click.group("site")
@@ -35,6 +33,10 @@ def build_command(out: Path, run_dirs: tuple[Path, ...], as_json: bool) -> None:
 
     Example: ispm site build public/ --run runs/2026-12-01T10-00-00Z-abc123
     """
+    # Loaded when the command runs, not at ispm's start-up (the site's build imports most of the project).
+    from runner.site.build import build_site, published_from_folders
+    from runner.site.sources import load_sources
+
     runs, reports = published_from_folders(list(run_dirs))
     built = build_site(load_sources(), out, runs, reports)
     log.get(__name__).info("site.build", out=str(out), pages=built.pages, runs=built.runs, seconds=built.seconds)

@@ -28,10 +28,10 @@ from runner.gateway.preflight import PreflightError
 from runner.gateway.providers import PROVIDERS, Endpoint, parse_model
 from runner.gateway.server import Gateway
 from runner.run.digests import current_digests
+from runner.sample_key import SampleKey
 from runner.sandbox.backend import GATEWAY_SOCKET_NAME, SweepReport, process_scratch
 from runner.sandbox.docker import connect, engine_fault, sweep
 from runner.sandbox.transfer import engine_image_ids, load_chunks
-from runner.transcript.model import SampleKey
 from runner.transcript.storage import EncodedPart, TranscriptError
 
 _log = log.get(__name__)

@@ -1,14 +1,24 @@
-"""The agent-facing HTTP API: a Starlette app speaking chat completions, Responses and Messages to agents.
+"""The agent-facing HTTP API: a Starlette app speaking chat completions, Responses, Messages and Gemini to agents.
 
 Routes (base URLs ``http://127.0.0.1:8765/v1`` for OpenAI SDKs and ``http://127.0.0.1:8765`` for Anthropic's):
 
 - ``POST /v1/chat/completions``, ``POST /v1/responses``, ``POST /v1/messages``: streamed when the body says
   ``"stream": true``. Every request goes to the run's candidate whatever model it names; the name is recorded.
+- ``POST /v1/models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse`` (and the same under
+  ``/v1beta``), Gemini's API as the ``google-genai`` SDK calls it (base URL ``http://127.0.0.1:8765``): the model
+  and the stream are named in the path. Any other Gemini method is a 404 in Google's error shape.
 - ``POST /v1/messages/count_tokens``: passed to an Anthropic candidate; not a step, and free.
-- ``GET /v1/models``: the candidate, in OpenAI's list shape, or Anthropic's when ``anthropic-version`` is sent.
+- ``GET /v1/models``: the candidate, in OpenAI's list shape, or Anthropic's when ``anthropic-version`` is sent, or
+  Google's with ``x-goog-api-key`` (and always on ``GET /v1beta/models``); ``GET …/models/{model}`` describes the
+  candidate in Google's shape, under the name asked for (the SDK's ``models.get``).
+- ``GET /v1/responses`` (Responses over WebSocket, which Codex's built-in provider tries first): refused with 426
+  Upgrade Required in OpenAI's error shape, as OpenAI answers where WebSockets are off, so the client falls back to
+  ``POST /v1/responses`` on its first try (Codex 0.163.0: one attempt, 0.02 s; a 403, 404 or 405 costs it seven
+  attempts and about 6.6 s). The refusal is booked on the sample's transcript.
 - ``GET /healthz``.
 
-The per-sample token is accepted as ``Authorization: Bearer`` or as Anthropic's ``x-api-key``. A body larger
+The per-sample token is accepted as ``Authorization: Bearer``, as Anthropic's ``x-api-key`` or as Google's
+``x-goog-api-key``. A body larger
 than the limit is refused from its ``Content-Length`` before it is read (and counted while read when chunked).
 Errors come in the shape of the route's API, so stock SDKs surface the message, with ``x-should-retry: false``
 (the gateway already retried).
@@ -40,6 +50,7 @@ from runner.gateway.bridges import Bridge, StreamTranslator, bridge_for, native_
 from runner.gateway.ledger import CapRefusal, Ledger
 from runner.gateway.model import Api, ProviderErrorRecord, ProviderSpec, SampleUsage
 from runner.gateway.protocols import TranslationError, reader_for
+from runner.gateway.protocols import gemini as gemini_wire
 from runner.gateway.protocols.reply import count_of
 from runner.gateway.providers import BODY_SNIPPET, ProviderError
 from runner.gateway.upstream import Upstream
@@ -62,7 +73,11 @@ _ANTHROPIC_ERROR_TYPES = {
     403: "permission_error",
     429: "rate_limit_error",
 }
-_ROUTES = "POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, GET /v1/models"
+_ROUTES = (
+    "POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, GET /v1/models, "
+    "POST /v1beta/models/{model}:generateContent, POST /v1beta/models/{model}:streamGenerateContent?alt=sse"
+)
+_GEMINI_METHODS = {"generateContent": False, "streamGenerateContent": True}  # Gemini's method → whether it streams
 
 
 @dataclass
@@ -102,6 +117,10 @@ class _Arrival:
     """The sample's token it came with: a secret no transcript may hold."""
     size: int = 0
     """Its body's length in bytes."""
+    path_model: str | None = None
+    """The model the path named (Gemini names it there, not in the body)."""
+    path_stream: bool = False
+    """Whether the path asked for a stream (Gemini's ``streamGenerateContent``)."""
 
 
 def error_reply(api: Api | str, status: int, kind: str, message: str, **extra: Any) -> JSONResponse:
@@ -111,6 +130,8 @@ def error_reply(api: Api | str, status: int, kind: str, message: str, **extra: A
             "type": "error",
             "error": {"type": _ANTHROPIC_ERROR_TYPES.get(status, "api_error"), "message": message, **extra},
         }
+    elif api == "gemini":
+        body = gemini_wire.error_body(status, message, **extra)
     else:
         body = {"error": {"message": message, "type": kind, "code": kind, "param": None, **extra}}
     return JSONResponse(body, status_code=status, headers={"x-should-retry": "false"})
@@ -120,7 +141,7 @@ def _token(request: Request) -> str | None:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() == "bearer" and token.strip():
         return token.strip()
-    return request.headers.get("x-api-key", "").strip() or None
+    return (request.headers.get("x-api-key") or request.headers.get("x-goog-api-key") or "").strip() or None
 
 
 class _BodyRefused(Exception):
@@ -154,6 +175,8 @@ def _shape_problem(api: Api, body: Any) -> str | None:
         return "the request needs a 'messages' list"
     if api == "responses" and not isinstance(body.get("input"), str | list):
         return "the request needs an 'input' string or list"
+    if api == "gemini" and not isinstance(body.get("contents"), list):
+        return "the request needs a 'contents' list"
     return None
 
 
@@ -189,12 +212,12 @@ def _headers(request: Request) -> dict[str, str]:
 def _call(arrival: _Arrival, api: CallApi, request: Body, **fields: Any) -> ModelCall:
     """The call ``arrival`` became: who asked, what, and (``fields``) what came of it."""
     content = request.content if request.encoding == "json" and isinstance(request.content, dict) else {}
-    requested = content.get("model")
+    requested = arrival.path_model or content.get("model")
     return ModelCall(
         seq=arrival.seq,
         api=api,
         requested_model=requested if isinstance(requested, str) else None,
-        stream=bool(content.get("stream")),
+        stream=arrival.path_stream or bool(content.get("stream")),
         started_at=arrival.at,
         latency_s=round(time.perf_counter() - arrival.started, 6),
         request_headers=arrival.headers,
@@ -232,10 +255,23 @@ def build_app(upstreams: Upstreams) -> Starlette:
         return JSONResponse({"ok": True})
 
     async def models(request: Request) -> Response:
-        api = "messages" if "anthropic-version" in request.headers else "chat"
-        if upstreams.ledger.authenticate(_token(request), request.scope.get(BOUND_KEY), "/v1/models") is None:
+        # Gemini's paths are the others (/v1beta/models, models/{model}); on /v1/models its key header says it.
+        gemini = request.url.path != "/v1/models" or "x-goog-api-key" in request.headers
+        api: Api = "messages" if "anthropic-version" in request.headers else "gemini" if gemini else "chat"
+        if upstreams.ledger.authenticate(_token(request), request.scope.get(BOUND_KEY), request.url.path) is None:
             return error_reply(api, 401, "authentication_error", "missing, unknown, revoked or foreign gateway token")
         model = upstreams.upstream.model
+        if api == "gemini":  # Google's Model: the candidate, under whatever name was asked for (models.get)
+            asked = str(request.path_params.get("target", model)).removeprefix("models/")
+            if not asked or ":" in asked:
+                why = f"no route GET {request.url.path[:200]}; use GET /v1beta/models or /v1beta/models/{{model}}"
+                return error_reply(api, 404, "not_found", why)
+            described = {
+                "name": f"models/{asked}",
+                "displayName": model,
+                "supportedGenerationMethods": list(_GEMINI_METHODS),
+            }
+            return JSONResponse(described if "target" in request.path_params else {"models": [described]})
         if api == "messages":
             listing = {"type": "model", "id": model, "display_name": model, "created_at": "1970-01-01T00:00:00Z"}
             return JSONResponse({"data": [listing], "has_more": False, "first_id": model, "last_id": model})
@@ -245,12 +281,17 @@ def build_app(upstreams: Upstreams) -> Starlette:
     def model_route(api: Api) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             try:
+                if api == "gemini":
+                    return await _gemini_request(upstreams, request)
                 return await _model_request(upstreams, request, api)
             except Exception:  # a bug must cost one request, not the listener
                 _log.exception("gateway_internal_error", path=request.url.path)
                 return error_reply(api, 500, "internal_error", "the gateway failed on this request")
 
         return endpoint
+
+    async def responses_upgrade(request: Request) -> Response:
+        return await _refuse_upgrade(upstreams, request)
 
     async def count_tokens(request: Request) -> Response:
         try:
@@ -261,23 +302,56 @@ def build_app(upstreams: Upstreams) -> Starlette:
 
     async def not_found(request: Request, exc: Exception) -> Response:
         return error_reply(
-            "chat", 404, "not_found", f"no route {request.method} {request.url.path[:200]}; use {_ROUTES}"
+            _api_of(request), 404, "not_found", f"no route {request.method} {request.url.path[:200]}; use {_ROUTES}"
         )
 
     async def not_allowed(request: Request, exc: Exception) -> Response:
-        return error_reply("chat", 405, "invalid_request_error", f"{request.method} is not allowed here; use {_ROUTES}")
+        message = f"{request.method} is not allowed here; use {_ROUTES}"
+        return error_reply(_api_of(request), 405, "invalid_request_error", message)
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/healthz", health, methods=["GET"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/chat/completions", model_route("chat"), methods=["POST"]),
             Route("/v1/responses", model_route("responses"), methods=["POST"]),
+            Route("/v1/responses", responses_upgrade, methods=["GET"]),
             Route("/v1/messages", model_route("messages"), methods=["POST"]),
             Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
+            Route("/v1beta/models", models, methods=["GET"]),
+            Route("/v1/models/{target:path}", model_route("gemini"), methods=["POST"]),
+            Route("/v1beta/models/{target:path}", model_route("gemini"), methods=["POST"]),
+            Route("/v1/models/{target:path}", models, methods=["GET"]),
+            Route("/v1beta/models/{target:path}", models, methods=["GET"]),
         ],
         exception_handlers={404: not_found, 405: not_allowed},
     )
+    # A path one slash off is answered 404 naming the routes, not redirected: a 307 is no answer an SDK reads (and
+    # GET /v1beta/models would be sent on to the Gemini route's "/v1beta/models/").
+    app.router.redirect_slashes = False
+    return app
+
+
+async def _refuse_upgrade(upstreams: Upstreams, request: Request) -> Response:
+    """``GET /v1/responses``: Responses over WebSocket is not spoken here. 426, so that the client falls back to
+    HTTP at once, in OpenAI's error shape, naming what was refused; booked on the sample when its token is good."""
+    started = time.perf_counter()
+    upgrade = request.headers.get("upgrade", "").strip().lower()[:40]
+    what = f"an upgrade to {upgrade!r}" if upgrade else "GET without a WebSocket upgrade"
+    why = f"Responses over WebSocket is not supported by the ISPM gateway ({what}); use POST /v1/responses"
+    reply = error_reply("responses", 426, "invalid_request_error", why)
+    reply.headers["connection"] = "close"  # the client sent no body, but may have meant to speak another protocol
+    token = _token(request)
+    sample_id = upstreams.ledger.authenticate(token, request.scope.get(BOUND_KEY), request.url.path)
+    if sample_id is None:
+        return error_reply(
+            "responses", 401, "authentication_error", "missing, unknown, revoked or foreign gateway token"
+        )
+    at = datetime.now(UTC) - timedelta(seconds=time.perf_counter() - started)
+    arrival = _Arrival(sample_id, upstreams.ledger.arrive(sample_id), started, at, _headers(request), token)
+    _refused(upstreams, "responses", arrival, reply, Body(encoding="omitted", size=0, note=why), why)
+    _log.warning("request_refused", sample=sample_id, api="responses", reason=why)
+    return reply
 
 
 async def _authenticated_body(
@@ -340,12 +414,38 @@ def _refused(
     _book(upstreams, arrival, call, usage)
 
 
-async def _model_request(upstreams: Upstreams, request: Request, api: Api) -> Response:
+def _api_of(request: Request) -> Api:
+    """The API whose error shape a request that matched no route gets: Gemini's for its paths and its key header."""
+    path = request.url.path
+    if path.startswith("/v1beta/") or ":" in path or "x-goog-api-key" in request.headers:
+        return "gemini"
+    return "messages" if "anthropic-version" in request.headers else "chat"
+
+
+async def _gemini_request(upstreams: Upstreams, request: Request) -> Response:
+    """A Gemini call: the path names the model and the method (``models/{model}:{method}``)."""
+    model, _, method = str(request.path_params.get("target", "")).rpartition(":")
+    stream = _GEMINI_METHODS.get(method)
+    if not model or stream is None:
+        served = ", ".join(_GEMINI_METHODS)
+        why = f"the gateway serves Gemini's {served} only, not {method[:100] or request.url.path[:200]!r}"
+        return error_reply("gemini", 404, "not_found", why)
+    if stream and request.query_params.get("alt") != "sse":
+        why = "streamGenerateContent needs ?alt=sse: the gateway streams server-sent events only"
+        return error_reply("gemini", 400, "invalid_request_error", why)
+    return await _model_request(upstreams, request, "gemini", model=model.removeprefix("models/"), stream=stream)
+
+
+async def _model_request(
+    upstreams: Upstreams, request: Request, api: Api, *, model: str | None = None, stream: bool = False
+) -> Response:
+    """One model call; ``model`` and ``stream`` are what the path said (Gemini's), else the body says them."""
     started = time.perf_counter()
     checked = await _authenticated_body(upstreams, request, api, started)
     if isinstance(checked, Response):
         return checked
     arrival, body = checked
+    arrival.path_model, arrival.path_stream = model, stream
     sent = _json_body(body, arrival.size)
     refused = policy.refusal(api, body)
     if refused is not None:
@@ -370,7 +470,7 @@ async def _model_request(upstreams: Upstreams, request: Request, api: Api) -> Re
         _refused(upstreams, api, arrival, reply, sent, str(exc), usage)
         return reply
     headers = _forwarded_headers(request, provider_api)
-    if body.get("stream"):
+    if body.get("stream") or stream:
         return await _open_relay(upstreams, usage, api, provider_api, bridge, body, native, headers, arrival)
     try:
         result = await upstreams.upstream.complete(provider_api, native, headers)
@@ -484,6 +584,8 @@ def encode_event(api: Api, event: str, data: str) -> bytes:
 
 
 def _stream_error(api: Api, message: str, sequence: int) -> bytes:
+    if api == "gemini":  # the SDK raises the error of an event that is {"error": ...}
+        return encode_event(api, "", json.dumps(gemini_wire.error_body(500, message)))
     if api == "messages":
         payload: dict[str, Any] = {"type": "error", "error": {"type": "api_error", "message": message}}
         return encode_event(api, "error", json.dumps(payload))
@@ -512,7 +614,8 @@ async def _open_relay(
     headers: dict[str, str],
     arrival: _Arrival,
 ) -> Response:
-    native["stream"] = True
+    if provider_api != "gemini":  # Gemini streams by its path, and refuses fields it does not know
+        native["stream"] = True
     if provider_api == "chat":  # usage comes only when asked for; the agent's own choice is honoured below
         native["stream_options"] = {**(native.get("stream_options") or {}), "include_usage": True}
     try:

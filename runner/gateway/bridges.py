@@ -1,10 +1,11 @@
 """Which API the provider is spoken to in, and how requests, replies and streams cross between the two.
 
-An agent speaks one of three APIs; a provider speaks chat completions or Messages, and some also Responses.
+An agent speaks one of four APIs; a provider speaks chat completions or Messages, and some also Responses or
+Gemini's own ``generateContent``.
 When the two match, the request and its reply pass through untouched but for auth and the model name. When
 they differ, a :class:`Bridge` from :data:`BRIDGES` translates, with chat completions as the pivot: Responses
-reaches an Anthropic model through chat. The table is data, read top to bottom; the translations themselves
-are the pure functions of :mod:`runner.gateway.protocols`.
+and Gemini reach an Anthropic model through chat. The table is data, read top to bottom; the translations
+themselves are the pure functions of :mod:`runner.gateway.protocols`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from runner.gateway.model import Api, ProviderSpec
-from runner.gateway.protocols import chat_messages, chat_responses
+from runner.gateway.protocols import chat_gemini, chat_messages, chat_responses
 from runner.gateway.protocols.api import Body, StreamEvent, StreamTranslator
 
 __all__ = ["BRIDGES", "Bridge", "StreamTranslator", "bridge_for", "native_api"]  # StreamTranslator: for the app
@@ -44,6 +45,14 @@ def _responses_to_messages_request(request: Body, model: str) -> Body:
 
 def _messages_to_responses_reply(reply: Body, request: Body) -> Body:
     return chat_responses.chat_to_responses_response(chat_messages.messages_to_chat_response(reply), request)
+
+
+def _gemini_to_messages_request(request: Body, model: str) -> Body:
+    return chat_messages.chat_to_messages_request(chat_gemini.gemini_to_chat_request(request, model), model)
+
+
+def _messages_to_gemini_reply(reply: Body, request: Body) -> Body:
+    return chat_gemini.chat_to_gemini_response(chat_messages.messages_to_chat_response(reply), request)
 
 
 @dataclass(frozen=True)
@@ -93,12 +102,28 @@ BRIDGES: tuple[Bridge, ...] = (
             chat_messages.MessagesStreamToChat(include_usage=True), chat_responses.ChatStreamToResponses(request, model)
         ),
     ),
+    Bridge(
+        "gemini",
+        "chat",
+        chat_gemini.gemini_to_chat_request,
+        chat_gemini.chat_to_gemini_response,
+        chat_gemini.ChatStreamToGemini,
+    ),
+    Bridge(
+        "gemini",
+        "messages",
+        _gemini_to_messages_request,
+        _messages_to_gemini_reply,
+        lambda request, model: _Chain(
+            chat_messages.MessagesStreamToChat(include_usage=True), chat_gemini.ChatStreamToGemini(request, model)
+        ),
+    ),
 )
 
 
 def native_api(agent: Api, spec: ProviderSpec) -> Api:
     """The API the provider is spoken to in for an agent speaking ``agent``."""
-    if agent == spec.wire or (agent == "responses" and spec.responses):
+    if agent == spec.wire or (agent == "responses" and spec.responses) or (agent == "gemini" and spec.gemini):
         return agent
     return spec.wire
 
@@ -107,7 +132,7 @@ def bridge_for(agent: Api, spec: ProviderSpec) -> Bridge | None:
     """The bridge from ``agent`` to the provider, or None when the request passes through.
 
     Raises:
-        LookupError: no bridge joins the two (the table has one for every pair of a three-API agent and a
+        LookupError: no bridge joins the two (the table has one for every pair of a four-API agent and a
             two-API provider; this guards a provider added with a new wire).
     """
     provider = native_api(agent, spec)

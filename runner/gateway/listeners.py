@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import socket
 import threading
 from collections.abc import Coroutine
@@ -36,6 +37,18 @@ BACKLOG = 128  # a burst of agent connections must not be refused (EAGAIN on Uni
 _STOP_TIMEOUT_S = 10.0
 
 T = TypeVar("T")
+
+
+class _UpgradeNotices(logging.Filter):
+    """Drops uvicorn's notices about a WebSocket upgrade it passes to the app as a plain request (``ws="none"``):
+    the app refuses and logs it itself, and "install a WebSocket library" is not the advice here."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not message.startswith(("Unsupported upgrade request", "No supported WebSocket library"))
+
+
+logging.getLogger("uvicorn.error").addFilter(_UpgradeNotices())
 
 
 class _Bound:
@@ -109,6 +122,9 @@ class EventLoopThread:
         config = uvicorn.Config(
             _Bound(app, sample_id, bound_key),
             http="h11",
+            # A WebSocket upgrade arrives as a plain request, which the app refuses in its API's shape (426):
+            # with a WebSocket library installed, uvicorn would answer a bare 403 instead, and Codex retries that.
+            ws="none",
             lifespan="off",
             log_config=None,
             access_log=False,

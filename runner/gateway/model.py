@@ -34,6 +34,10 @@ class ProviderSpec(_Model):
     """The API its models are called with: OpenAI-compatible chat completions, or Anthropic Messages."""
     responses: bool = False
     """Whether it also serves the OpenAI Responses API, so a Responses agent is passed through, not translated."""
+    gemini: bool = False
+    """Whether it also serves Gemini's own API (``models/{model}:generateContent``) at its base URL less a last
+    ``/openai`` (Google's OpenAI-compatible endpoint sits one level below it), so a Gemini agent is passed through,
+    not translated."""
     key_env: str | None
     """The host variable holding its key; ``None`` for a server that takes none."""
     key_required: bool = True

@@ -99,7 +99,8 @@ PROVIDERS: dict[str, ProviderSpec] = {
             key_env="GEMINI_API_KEY",
             base_env="GEMINI_BASE_URL",
             default_base="https://generativelanguage.googleapis.com/v1beta/openai",
-            note="Gemini through its OpenAI-compatible endpoint",
+            gemini=True,
+            note="Gemini through its OpenAI-compatible endpoint; a Gemini agent through its own API, one level up",
         ),
         ProviderSpec(
             name="azure",
@@ -130,6 +131,13 @@ PROVIDERS: dict[str, ProviderSpec] = {
             note="an Ollama server",
         ),
     )
+}
+
+#: Gemini's own API, under a provider's Gemini base URL (:attr:`Endpoint.gemini_base`): the model and whether to
+#: stream are in the path.
+GEMINI_PATHS: dict[bool, str] = {
+    False: "/models/{model}:generateContent",
+    True: "/models/{model}:streamGenerateContent?alt=sse",
 }
 
 #: Where each wire API lives under a provider's base URL.
@@ -281,6 +289,15 @@ class Endpoint:
         if self.spec.wire == "messages":
             headers["anthropic-version"] = ANTHROPIC_VERSION
         return headers
+
+    @property
+    def gemini_base(self) -> str:
+        """Where Gemini's own API is: the base URL less a last ``/openai`` (Google's OpenAI-compatible endpoint)."""
+        return self.base_url.removesuffix("/openai")
+
+    def gemini_headers(self) -> dict[str, str]:
+        """The header that carries the key on Gemini's own API, ``x-goog-api-key`` (none for a keyless server)."""
+        return {"x-goog-api-key": self.key} if self.key else {}
 
     def redact(self, text: str) -> str:
         """``text`` with the key replaced (a short key only where it stands whole: never inside a model id)."""

@@ -15,6 +15,7 @@ import json
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import aiohttp
 import httpx
@@ -23,6 +24,7 @@ from httpx_aiohttp import AiohttpTransport
 
 from runner.gateway.model import Api, ClientSettings, ProviderResult
 from runner.gateway.providers import (
+    GEMINI_PATHS,
     PATHS,
     Endpoint,
     ProviderError,
@@ -59,11 +61,21 @@ class Upstream:
         self._sleep = sleep
         # Parsed once: httpx's pure-Python URL parser was a tenth of each streamed request's set-up CPU.
         self._urls = {name: httpx.URL(endpoint.base_url + path) for name, path in PATHS.items()}
-        self._http = httpx.AsyncClient(
+        # The key rides on the client, set once: no request-building local ever holds it.
+        self._http = self._client(endpoint.auth_headers(), transport)
+        # Gemini's own API takes the key in its own header, and only that one (a Bearer there means OAuth).
+        self._gemini = self._client(endpoint.gemini_headers(), transport) if endpoint.spec.gemini else None
+        quoted = quote(model, safe="/")
+        self._gemini_urls = {
+            stream: httpx.URL(endpoint.gemini_base + path.format(model=quoted)) for stream, path in GEMINI_PATHS.items()
+        }
+
+    def _client(self, auth: dict[str, str], transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
+        settings = self.settings
+        return httpx.AsyncClient(
             timeout=httpx_timeout(settings),
             limits=httpx_limits(settings),
-            # The key rides on the client, set once: no request-building local ever holds it.
-            headers={"content-type": "application/json", **endpoint.auth_headers()},
+            headers={"content-type": "application/json", **auth},
             transport=transport or AiohttpTransport(verify=ssl_context(), limits=httpx_limits(settings)),
             verify=ssl_context(),
         )
@@ -71,6 +83,8 @@ class Upstream:
     async def aclose(self) -> None:
         """Close pooled connections."""
         await self._http.aclose()
+        if self._gemini is not None:
+            await self._gemini.aclose()
 
     async def _wait(self, seconds: float) -> None:
         if self._sleep is not None:
@@ -81,7 +95,10 @@ class Upstream:
     def _retrying(self) -> tenacity.AsyncRetrying:
         return tenacity.AsyncRetrying(sleep=self._wait, **self._policy.arguments())
 
-    def _request(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> httpx.Request:
+    def _request(self, path: str, body: dict[str, Any], headers: dict[str, str], stream: bool = False) -> httpx.Request:
+        if path == "gemini" and self._gemini is not None:  # the model and the stream are in the URL, not the body
+            payload = json.dumps(body).encode()
+            return self._gemini.build_request("POST", self._gemini_urls[stream], content=payload, headers=headers)
         payload = json.dumps({**body, "model": self.model}).encode()
         return self._http.build_request("POST", self._urls[path], content=payload, headers=headers)
 
@@ -134,9 +151,10 @@ class Upstream:
         async for attempt in self._retrying():
             with attempt:
                 tries += 1
-                request = self._request(api, body, headers)
+                request = self._request(api, body, headers, stream)
+                client = self._gemini if api == "gemini" and self._gemini is not None else self._http
                 try:
-                    resp = await self._http.send(request, stream=stream)
+                    resp = await client.send(request, stream=stream)
                 except httpx.TransportError as exc:
                     failure = transport_failure(self.endpoint, self.model, str(request.url), unmapped(exc))
                     raise self._tried(failure, tries) from None

@@ -37,9 +37,9 @@ from runner.record.bundle import MANIFEST_NAME, BundleError, BundleRefused, unpa
 from runner.record.model import RECORD_NAME
 from runner.run.digests import current_digests
 from runner.run.journal import JOURNAL_NAME, Entry, RunStarted, SampleFinished, SampleGraded, scan_entries
+from runner.sample_key import SampleKey
 from runner.tasks.catalog import catalog
 from runner.tasks.model import Task
-from runner.transcript.model import SampleKey
 from runner.transcript.storage import TranscriptError, read_part
 from runner.world.verify import verify
 
@@ -146,9 +146,9 @@ def _check_transcripts(run_dir: Path, entries: Sequence[Entry], report: AuditRep
     checked = 0
     for e in entries:
         if isinstance(e, SampleFinished):
-            key, ref = SampleKey(task_id=e.output.task_id, epoch=e.output.epoch), e.transcript
+            key, ref = e.output.key, e.transcript
         elif isinstance(e, SampleGraded):
-            key, ref = SampleKey(task_id=e.task_id, epoch=e.epoch), e.transcript
+            key, ref = e.key, e.transcript
         else:
             continue
         if ref is None:
@@ -281,13 +281,13 @@ def _check_replay_and_coverage(entries: Sequence[Entry], tasks: Mapping[str, Tas
     A logged row count or digest that differs is a replay problem; a journaled coverage that differs from the
     recomputed one is a coverage problem.
     """
-    samples: dict[tuple[str, int], SampleFinished] = {}
-    graded: dict[tuple[str, int], SampleGraded] = {}
+    samples: dict[SampleKey, SampleFinished] = {}
+    graded: dict[SampleKey, SampleGraded] = {}
     for e in entries:
         if isinstance(e, SampleFinished):
-            samples.setdefault((e.output.task_id, e.output.epoch), e)
+            samples.setdefault(e.output.key, e)
         elif isinstance(e, SampleGraded):
-            graded.setdefault((e.task_id, e.epoch), e)
+            graded.setdefault(e.key, e)
     try:
         snapshot = verify(world_dir()).snapshot
     except IspmError as exc:
@@ -295,13 +295,14 @@ def _check_replay_and_coverage(entries: Sequence[Entry], tasks: Mapping[str, Tas
         return
     compared = covered = 0
     with GradingContext(snapshot) as context:
-        for (task_id, epoch), finished in sorted(samples.items()):
+        for key, finished in sorted(samples.items()):
+            task_id, epoch = key.task_id, key.epoch
             replay = context.replayer.replay_sample(finished.output)
             for q in replay.queries:
                 compared += q.log_match is not None
                 if q.log_match is False:
                     report.problems.append(f"replay: {task_id} epoch {epoch}: {q.log_mismatch} ({_short_sql(q.sql)})")
-            grade = graded.get((task_id, epoch))
+            grade = graded.get(key)
             task = tasks.get(task_id)
             if grade is None or not grade.graded or task is None:
                 continue

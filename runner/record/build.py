@@ -43,6 +43,7 @@ from runner.run.journal import (
     SampleGraded,
 )
 from runner.run.spec import RunError
+from runner.sample_key import SampleKey
 from runner.tasks.model import Task
 
 PASS_K = (1, 2, 3, 4, 5)
@@ -72,30 +73,30 @@ def build_record(entries: Sequence[Entry], tasks: Iterable[Task]) -> RunRecord:
     if unknown:
         raise RunError(f"the journal plans tasks the task set does not hold: {unknown}")
 
-    outputs: dict[tuple[str, int], SampleFinished] = {}
-    grades: dict[tuple[str, int], SampleGraded] = {}
+    outputs: dict[SampleKey, SampleFinished] = {}
+    grades: dict[SampleKey, SampleGraded] = {}
     status: RunStatus = "incomplete"
     run_s = 0.0
     ended_at: str | None = None
     stop_reason: str | None = None
-    duplicates: dict[tuple[str, int], list[SampleAttempt]] = defaultdict(list)
+    duplicates: dict[SampleKey, list[SampleAttempt]] = defaultdict(list)
     for e in entries:
         if isinstance(e, SampleFinished):
-            pair = (e.output.task_id, e.output.epoch)
-            if pair in outputs:
+            key = e.output.key
+            if key in outputs:
                 # The first result is the one graded; a later one is an attempt, never a second vote.
-                duplicates[pair].append(SampleAttempt(node=e.node or "", outcome="duplicate", detail=e.output.status))
-            outputs.setdefault(pair, e)
+                duplicates[key].append(SampleAttempt(node=e.node or "", outcome="duplicate", detail=e.output.status))
+            outputs.setdefault(key, e)
         elif isinstance(e, SampleGraded):
-            grades.setdefault((e.task_id, e.epoch), e)
+            grades.setdefault(e.key, e)
         elif isinstance(e, RunFinished | RunTimedOut | RunInterrupted | RunStopped):
             run_s, ended_at = e.used_s, e.ts
             status = _ENDS[e.kind]
             stop_reason = e.reason if isinstance(e, RunStopped) else None
 
     samples = [
-        _sample(outputs.get(pair), graded, duplicates.get(pair, []))
-        for pair, graded in sorted(grades.items(), key=_epoch_first)
+        _sample(outputs.get(key), graded, duplicates.get(key, []))
+        for key, graded in sorted(grades.items(), key=_epoch_first)
     ]
     votes = [v for s in samples for v in s.votes]
     scores = None
@@ -164,8 +165,8 @@ def load_record(run_dir: Path) -> RunRecord:
         raise RunError(f"cannot read the run record {path}: {exc}") from exc
 
 
-def _epoch_first(item: tuple[tuple[str, int], SampleGraded]) -> tuple[int, str]:
-    return item[0][1], item[0][0]
+def _epoch_first(item: tuple[SampleKey, SampleGraded]) -> tuple[int, str]:
+    return item[0].epoch, item[0].task_id
 
 
 def _sample(finished: SampleFinished | None, graded: SampleGraded, duplicates: list[SampleAttempt]) -> SampleRecord:

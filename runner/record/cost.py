@@ -10,7 +10,7 @@ The functions read a record through :class:`PricedRun`, so the analytics store p
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -20,6 +20,7 @@ from runner.call import Usage
 from runner.prices import PRICES_LABEL, Cost, price
 from runner.record.model import RecordedCall, TokenCount
 from runner.run.model import JudgeDryRun
+from runner.sample_key import SampleKey
 
 
 class PricedSample(Protocol):
@@ -84,6 +85,11 @@ class SampleCost(_Model):
     """Every judge slot's calls on this sample."""
     total: Cost
     """Both."""
+
+    @property
+    def key(self) -> SampleKey:
+        """Which sample this is."""
+        return SampleKey(task_id=self.task_id, epoch=self.epoch)
 
 
 class TaskCost(_Model):
@@ -224,5 +230,129 @@ def projection_lines(dry_runs: Sequence[JudgeDryRun]) -> list[str]:
         lines += [f"  note: {n}" for n in found[1].unpriced]
     if lines:
         lines.append(f"projected cost of the judges: {low.text()} to {high.text()} over {calls:,} calls")
-        lines.append(f"  prices: {PRICES_LABEL}; the candidate's cost is not known before its agent runs")
+        lines.append(f"  prices: {PRICES_LABEL}")
+    return lines
+
+
+# ---------------------------------------------------------------- the candidate's projection at preflight
+
+
+class CandidateProjection(_Model):
+    """The candidate's projected dollars over a run, before anything is spent: from the calibration tasks' samples
+    of earlier runs where the same agent image ran against a model, every planned sample as cheap as the cheapest of
+    them and as dear as the dearest."""
+
+    candidate: str
+    """The model the projection is priced as (``provider/model``)."""
+    agent_image: str
+    """The agent image whose earlier samples it is drawn from."""
+    samples: int
+    """Earlier samples it is drawn from (each with the agent's tokens)."""
+    runs: tuple[str, ...]
+    """The run ids those samples came from."""
+    projected_samples: int
+    """Samples the run will have."""
+    low_tokens: Usage
+    """The cheapest earlier sample's tokens times ``projected_samples``."""
+    high_tokens: Usage
+    """The dearest earlier sample's tokens times ``projected_samples``."""
+    low: Cost
+    """``low_tokens``' dollars (tokens only, with a note, for a model the price data does not know)."""
+    high: Cost
+    """``high_tokens``' dollars."""
+
+
+def _times(usage: Usage, n: int) -> Usage:
+    return Usage(
+        input_tokens=usage.input_tokens * n,
+        output_tokens=usage.output_tokens * n,
+        cached_tokens=usage.cached_tokens * n,
+        cache_write_tokens=usage.cache_write_tokens * n,
+        reasoning_tokens=usage.reasoning_tokens * n,
+    )
+
+
+class _RunSpec(Protocol):
+    @property
+    def agent_image(self) -> str: ...
+
+
+class EarlierRun(PricedRun, Protocol):
+    """What the candidate's projection reads of an earlier run's record."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def spec(self) -> _RunSpec: ...
+
+
+def agent_samples(runs: Sequence[EarlierRun], agent_image: str, task_ids: Collection[str]) -> list[tuple[str, Usage]]:
+    """Each sample of ``task_ids`` in ``runs`` where ``agent_image`` ran against a model: its run id and the agent's
+    tokens. A sample whose agent made no request (a calibration agent, one that failed to start) says nothing of
+    what the candidate costs and is left out."""
+    return [
+        (run.run_id, s.agent)
+        for run in runs
+        if run.spec.agent_image == agent_image and run.candidate_model
+        for s in run.samples
+        if s.task_id in task_ids and s.agent is not None and s.agent.requests > 0
+    ]
+
+
+def candidate_projection(
+    candidate: str, agent_image: str, samples: Sequence[tuple[str, Usage]], planned: int, at: datetime | None = None
+) -> CandidateProjection | None:
+    """The candidate's projected cost over ``planned`` samples from the earlier ``samples`` (run id, agent tokens);
+    ``None`` when there are none. The cheapest and the dearest are chosen by their dollars at ``candidate``'s
+    prices, or by their tokens when it has none."""
+    if not samples:
+        return None
+
+    def dearness(usage: Usage) -> tuple[float, int]:
+        usd = price(candidate, usage, at).usd
+        return (usd if usd is not None else 0.0, usage.input_tokens + usage.output_tokens)
+
+    ordered = sorted((u for _, u in samples), key=dearness)
+    low, high = _times(ordered[0], planned), _times(ordered[-1], planned)
+    return CandidateProjection(
+        candidate=candidate,
+        agent_image=agent_image,
+        samples=len(samples),
+        runs=tuple(dict.fromkeys(run for run, _ in samples)),
+        projected_samples=planned,
+        low_tokens=low,
+        high_tokens=high,
+        low=price(candidate, low, at),
+        high=price(candidate, high, at),
+    )
+
+
+def _tokens_text(usage: Usage) -> str:
+    return f"{usage.input_tokens:,} in / {usage.output_tokens:,} out tokens"
+
+
+def candidate_lines(
+    projection: CandidateProjection | None, judges: Sequence[JudgeDryRun], where: str, task_ids: Collection[str]
+) -> list[str]:
+    """What preflight prints of the candidate's projected cost, and of the whole run's beside the judges'.
+    ``where`` names the folder the earlier runs were looked for in, for the line saying none was found."""
+    if projection is None:
+        tasks = ", ".join(sorted(task_ids))
+        return [
+            f"projected cost of the candidate: not known before its agent runs (no earlier run of this agent "
+            f"image against a model on the calibration tasks {tasks} under {where})"
+        ]
+    p = projection
+    lines = [
+        f"projected cost of the candidate {p.candidate}: {p.low.text()} to {p.high.text()} over "
+        f"{p.projected_samples:,} samples ({_tokens_text(p.low_tokens)} to {_tokens_text(p.high_tokens)}; every "
+        f"sample as the cheapest, and as the dearest, of {p.samples} calibration-task samples of {p.agent_image} in "
+        f"{len(p.runs)} earlier run(s))"
+    ]
+    lines += [f"  note: {n}" for n in p.high.unpriced]
+    ranges = [r for r in map(judge_cost_range, judges) if r is not None]
+    if ranges:
+        low = sum((r[0] for r in ranges), p.low)
+        high = sum((r[1] for r in ranges), p.high)
+        lines.append(f"projected cost of the run (candidate and judges): {low.text()} to {high.text()}")
     return lines

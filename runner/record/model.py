@@ -19,6 +19,7 @@ from runner.grading.model import JudgeVote
 from runner.run.journal import SampleAttempt
 from runner.run.model import JudgeDryRun
 from runner.run.spec import Digests, RunSpec
+from runner.sample_key import SampleKey
 
 RECORD_VERSION: Literal[1] = 1
 RECORD_NAME = "record.json"
@@ -229,6 +230,11 @@ class SampleRecord(_Model):
     and left out of the record then, so records rebuilt from earlier journals keep their bytes."""
     attempts: list[SampleAttempt] = Field(default_factory=list)
     """Attempts that are not the one graded: lost with their node, or late duplicates (never a second vote)."""
+
+    @property
+    def key(self) -> SampleKey:
+        """Which sample this is."""
+        return SampleKey(task_id=self.task_id, epoch=self.epoch)
 
 
 class JudgeHealth(_Model):

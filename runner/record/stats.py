@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
 from runner.grading.grades import ABSTAIN, SCALE, Grade, Vote, rank
+from runner.sample_key import SampleKey
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20260701
@@ -43,20 +44,20 @@ def mean_agreement(tasks: Iterable[tuple[Mapping[int, Grade], Grade]]) -> float 
     return sum(values) / len(values) if values else None
 
 
-def units(votes: Iterable[Vote]) -> dict[tuple[str, int], dict[str, int]]:
+def units(votes: Iterable[Vote]) -> dict[SampleKey, dict[str, int]]:
     """The votes of ONE dimension grouped into units of agreement: ``(task, epoch) -> {judge: rank}``.
 
     Abstentions are dropped here because they have no rank; callers that want them count them with
     :func:`abstention_rate`.
     """
-    out: dict[tuple[str, int], dict[str, int]] = defaultdict(dict)
+    out: dict[SampleKey, dict[str, int]] = defaultdict(dict)
     for v in votes:
         if v.grade != ABSTAIN:
-            out[(v.task_id, v.epoch)][v.judge] = rank(v.grade)
+            out[SampleKey(task_id=v.task_id, epoch=v.epoch)][v.judge] = rank(v.grade)
     return dict(out)
 
 
-def judge_pairs(unit_grades: Mapping[tuple[str, int], Mapping[str, int]]) -> list[tuple[int, int]]:
+def judge_pairs(unit_grades: Mapping[SampleKey, Mapping[str, int]]) -> list[tuple[int, int]]:
     """Every pair of two different judges' ranks within one unit, the judge named first alphabetically first.
 
     With the two judge slots of v1 this is one pair per (task, epoch) where both judges gave a real grade.

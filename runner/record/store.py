@@ -184,6 +184,18 @@ def load_summaries(run_dirs: Iterable[Path]) -> list[RunSummary]:
     return _load(run_dirs, RunSummary)
 
 
+def summaries_under(folder: Path) -> list[RunSummary]:
+    """Every run under ``folder`` (``runs/``) whose record reads, oldest first; a folder without a readable record
+    (a run still going, one from another version) is skipped, not an error."""
+    found = []
+    for run_dir in sorted(p for p in folder.glob("*") if (p / RECORD_NAME).is_file()):
+        try:
+            found += load_summaries([run_dir])
+        except AnalyticsError:
+            continue
+    return found
+
+
 def _load(run_dirs: Iterable[Path], model: type[_Read]) -> list[_Read]:
     found = []
     for run_dir in run_dirs:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runner.grading.rubric import RubricSet, load_rubrics
-from runner.paths import world_dir
+from runner.paths import cache_dir, world_dir
 from runner.run.spec import Digests
 from runner.tasks.catalog import catalog
 from runner.tasks.truth import task_set_digest
@@ -13,10 +13,13 @@ from runner.world.verify import verify
 def current_digests(rubrics: RubricSet | None = None) -> Digests:
     """The digests of the world, task set, ground truth and rubrics as they are now, with the pinned ones.
 
+    The world is verified against its manifest, its tables' digests only once for the same bytes on this machine
+    (``verify``'s ``passes``).
+
     Raises:
         WorldError: the snapshot does not match its own manifest.
     """
-    manifest = verify(world_dir()).manifest
+    manifest = verify(world_dir(), passes=cache_dir() / "world-checks").manifest
     truth = catalog().truth
     return Digests(
         world_logical=manifest.logical_digest,

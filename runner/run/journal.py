@@ -25,6 +25,7 @@ from runner.grading.model import JudgeVote
 from runner.grading.replay import LoggedCheck
 from runner.run.model import JudgeDryRun
 from runner.run.spec import Digests, RunError, RunSpec
+from runner.sample_key import SampleKey
 from runner.transcript.model import TranscriptRef
 
 JOURNAL_NAME = "journal.jsonl"
@@ -134,6 +135,11 @@ class SampleGraded(_Entry):
     transcript: TranscriptRef | None = None
     """The judges' model calls for this sample (docs/trace.md), written before this entry; ``None`` when no model
     judge was called."""
+
+    @property
+    def key(self) -> SampleKey:
+        """Which sample was graded."""
+        return SampleKey(task_id=self.task_id, epoch=self.epoch)
 
 
 class RunFinished(_Entry):
@@ -266,13 +272,13 @@ class Journal:
         self.close()
 
 
-def done_pairs(entries: list[Entry]) -> tuple[dict[tuple[str, int], SampleOutput], set[tuple[str, int]]]:
-    """What a resume skips: the collected output of every finished (task, epoch), and the graded pairs."""
-    finished: dict[tuple[str, int], SampleOutput] = {}
-    graded: set[tuple[str, int]] = set()
+def done_samples(entries: list[Entry]) -> tuple[dict[SampleKey, SampleOutput], set[SampleKey]]:
+    """What a resume skips: the collected output of every finished sample, and the graded samples."""
+    finished: dict[SampleKey, SampleOutput] = {}
+    graded: set[SampleKey] = set()
     for e in entries:
         if isinstance(e, SampleFinished):
-            finished.setdefault((e.output.task_id, e.output.epoch), e.output)
+            finished.setdefault(e.output.key, e.output)
         elif isinstance(e, SampleGraded):
-            graded.add((e.task_id, e.epoch))
+            graded.add(e.key)
     return finished, graded

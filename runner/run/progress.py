@@ -17,6 +17,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.progress import Progress as RichProgress
 
+from runner.sample_key import SampleKey
+
 
 class Progress:
     """Counts done, running and failed samples; subclasses show them. This base shows nothing."""
@@ -61,21 +63,21 @@ class Progress:
             )
         return f"projected {duration(total)} of the {duration(self.limit_s)} limit"
 
-    def started(self, pair: tuple[str, int]) -> None:
+    def started(self, key: SampleKey) -> None:
         """A sample's container is starting."""
         with self._lock:
             self.running += 1
         self.show()
 
-    def finished(self, pair: tuple[str, int], status: str) -> None:
+    def finished(self, key: SampleKey, status: str) -> None:
         """A sample was graded; ``status`` is its collection status."""
         with self._lock:
             self.running = max(0, self.running - 1)
             self.done += 1
             self.failed += status != "ok"
-        self.show(pair, status)
+        self.show(key, status)
 
-    def show(self, pair: tuple[str, int] | None = None, status: str | None = None) -> None:
+    def show(self, key: SampleKey | None = None, status: str | None = None) -> None:
         """Redraw (subclasses)."""
 
     def end(self) -> None:
@@ -90,13 +92,13 @@ class PlainProgress(Progress):
         super().__init__(clock)
         self.stream = stream
 
-    def show(self, pair: tuple[str, int] | None = None, status: str | None = None) -> None:
+    def show(self, key: SampleKey | None = None, status: str | None = None) -> None:
         """Print the sample that just finished with the counts."""
-        if pair is None:
+        if key is None:
             return
         projection = self.projection()
         self.stream.write(
-            f"[{self.done}/{self.total}] {pair[0]} epoch {pair[1]}: {status}"
+            f"[{self.done}/{self.total}] {key.task_id} epoch {key.epoch}: {status}"
             f" (running {self.running}, failed {self.failed}{'; ' + projection if projection else ''})\n"
         )
         self.stream.flush()
@@ -128,7 +130,7 @@ class LiveProgress(Progress):
         self._bar.start()
         self._task = self._bar.add_task("run", total=total, completed=done, running=0, failed=0, projection="")
 
-    def show(self, pair: tuple[str, int] | None = None, status: str | None = None) -> None:
+    def show(self, key: SampleKey | None = None, status: str | None = None) -> None:
         """Update the bar."""
         if self._task is not None:
             self._bar.update(

@@ -69,24 +69,24 @@ from runner.run.journal import (
 from runner.run.progress import Progress, make_progress
 from runner.run.sample_runner import RanSample, SampleRunner
 from runner.run.spec import RunSpec
+from runner.sample_key import SampleKey
 from runner.sandbox.backend import BackendFailed, SampleSpec
 from runner.tasks.model import Task
 from runner.tasks.truth import TaskTruth
 from runner.tasks.view import agent_files
 from runner.transcript.capture import JudgeCapture
-from runner.transcript.model import SampleKey, TranscriptRef
+from runner.transcript.model import TranscriptRef
 from runner.transcript.storage import EncodedPart, TranscriptBuilder, TranscriptError, write_part
 
 _log = log.get(__name__)
 
 Outcome = Literal["completed", "timed_out", "interrupted", "stopped"]
-Pair = tuple[str, int]
 _POLL_S = 0.25
 
 
-def planned_pairs(task_ids: Sequence[str], epochs: int) -> list[Pair]:
-    """Every (task, epoch) of the run, epoch by epoch, so a cut-short run has whole epochs first."""
-    return [(t, e) for e in range(1, epochs + 1) for t in sorted(task_ids)]
+def planned_keys(task_ids: Sequence[str], epochs: int) -> list[SampleKey]:
+    """Every sample of the run, epoch by epoch, so a cut-short run has whole epochs first."""
+    return [SampleKey(task_id=t, epoch=e) for e in range(1, epochs + 1) for t in sorted(task_ids)]
 
 
 def stopped_by_limit(output: SampleOutput, usage: SampleUsage | None, limit: int | None) -> SampleOutput:
@@ -174,9 +174,9 @@ class RunPlan:
     """Where every finished sample, vote and the run's end are appended."""
     replay_dir: Path | None = None
     """The gold recordings mounted for the replay agent (calibration runs only)."""
-    finished: dict[Pair, SampleOutput] = field(default_factory=dict)
+    finished: dict[SampleKey, SampleOutput] = field(default_factory=dict)
     """Samples already collected by an earlier attempt (graded or not)."""
-    graded: set[Pair] = field(default_factory=set)
+    graded: set[SampleKey] = field(default_factory=set)
     """Samples already graded by an earlier attempt: skipped."""
     spent_usd: float = 0.0
     """Dollars earlier attempts spent, counted against ``spec.run_cost_limit_usd`` (0 without a limit)."""
@@ -231,7 +231,7 @@ class _Worker:
         # dropping the last reference lets SQLite release it.
         self._contexts.clear()
 
-    def __call__(self, pair: Pair) -> str | None:
+    def __call__(self, key: SampleKey) -> str | None:
         """Run (unless journaled) and grade one sample; ``None`` when it was not done (stop or run limit)."""
         if self.stop.is_set() or (self.request is not None and self.request.is_set()):
             return None
@@ -239,20 +239,20 @@ class _Worker:
         if remaining <= 0:
             self.deadline_hit.set()
             return None
-        task_id, epoch = pair
-        output = self.plan.finished.get(pair)
+        task_id, epoch = key.task_id, key.epoch
+        output = self.plan.finished.get(key)
         usage = None
         if output is None:
             if self.breakers.over_budget() is not None:
                 self.stop.set()
                 return None
-            self.progress.started(pair)
+            self.progress.started(key)
             limit = min(self.plan.spec.sample_limit_s, remaining)
             try:
-                ran = self._run(task_id, epoch, limit)
+                ran = self._run(key, limit)
             except BackendFailed as exc:
                 # The host's engine failed, not the agent: stop the run and journal nothing of this sample.
-                _log.error("run.backend_failed", run=self.plan.run_id, sample=f"{task_id}.e{epoch}", error=str(exc))
+                _log.error("run.backend_failed", run=self.plan.run_id, sample=key.label(), error=str(exc))
                 self.backend_failed = self.backend_failed or str(exc)
                 self.stop.set()
                 if self.request is not None:
@@ -269,7 +269,7 @@ class _Worker:
                 return None
             if output.status == "timeout" and limit < self.plan.spec.sample_limit_s:
                 self.deadline_hit.set()
-            transcript = self._keep(ran.transcript, task_id, epoch)  # on disk before the entry that names it
+            transcript = self._keep(ran.transcript, key)  # on disk before the entry that names it
             self.plan.journal.append(
                 SampleFinished(
                     output=output,
@@ -283,7 +283,7 @@ class _Worker:
             _log.info(
                 "run.sample_finished",
                 run=self.plan.run_id,
-                sample=f"{task_id}.e{epoch}",
+                sample=key.label(),
                 status=output.status,
                 error=output.error,
                 agent_s=output.timings.agent,
@@ -294,7 +294,7 @@ class _Worker:
         result = grade_sample(
             self.plan.tasks[task_id], self.plan.truths[task_id], output, self.plan.judges, epoch, context=self.context()
         )
-        judged = self.judge_capture.take(task_id, epoch)
+        judged = self.judge_capture.take(key)
         if self.hands_off():
             return None
         self.plan.journal.append(
@@ -308,7 +308,7 @@ class _Worker:
                 coverage_error=result.coverage_error,
                 analysis_note=result.analysis_note,
                 replay_checks=result.replay_checks,
-                transcript=self._keep(judged, task_id, epoch),
+                transcript=self._keep(judged, key),
             )
         )
         if self.breakers.judged(result.graded, result.votes) is not None:
@@ -317,24 +317,25 @@ class _Worker:
             self.stop.set()
         return output.status
 
-    def _keep(self, part: TranscriptBuilder | EncodedPart | None, task_id: str, epoch: int) -> TranscriptRef | None:
+    def _keep(self, part: TranscriptBuilder | EncodedPart | None, key: SampleKey) -> TranscriptRef | None:
         """Write a transcript part beside the journal; a part that cannot be written is logged, never fatal."""
         if part is None:
             return None
-        key, run_dir = SampleKey(task_id=task_id, epoch=epoch), self.plan.journal.path.parent
+        run_dir = self.plan.journal.path.parent
         try:
             if isinstance(part, EncodedPart):  # the candidate's, from a cluster node
                 return write_part(run_dir, key, "candidate", part)
             return part.write(run_dir, self.plan.run_id, key)
         except TranscriptError as exc:
-            _log.error("run.transcript_not_written", run=self.plan.run_id, sample=f"{task_id}.e{epoch}", error=str(exc))
+            _log.error("run.transcript_not_written", run=self.plan.run_id, sample=key.label(), error=str(exc))
             return None
 
     def hands_off(self) -> bool:
         """Whether the run now belongs to another process, so nothing more may be journaled here."""
         return self.request is not None and self.request.hands_off
 
-    def _run(self, task_id: str, epoch: int, limit: float) -> RanSample:
+    def _run(self, key: SampleKey, limit: float) -> RanSample:
+        task_id, epoch = key.task_id, key.epoch
         task = self.plan.tasks[task_id]
         spec = SampleSpec(
             task_id=task_id,
@@ -367,7 +368,7 @@ def execute(
     never another attempt's of the same run). A tripped circuit breaker ends with ``stopped`` the same way, and
     journals its reason.
     """
-    todo = [pair for pair in planned_pairs(list(plan.tasks), plan.spec.epochs) if pair not in plan.graded]
+    todo = [key for key in planned_keys(list(plan.tasks), plan.spec.epochs) if key not in plan.graded]
     start = clock()
     deadline = start + plan.spec.run_limit_s - used_s
     shown = progress or make_progress(sys.stderr)
@@ -382,10 +383,10 @@ def execute(
     )
     shown.begin(total=len(todo) + len(plan.graded), done=len(plan.graded), limit_s=plan.spec.run_limit_s, used_s=used_s)
     pool = ThreadPoolExecutor(max_workers=plan.spec.concurrency, thread_name_prefix="ispm-sample")
-    futures: dict[Future[str | None], Pair] = {}
+    futures: dict[Future[str | None], SampleKey] = {}
     outcome: Outcome = "completed"
     try:
-        futures = {pool.submit(worker, pair): pair for pair in todo}
+        futures = {pool.submit(worker, key): key for key in todo}
         pending = set(futures)
         while pending:
             finished, pending = wait(pending, timeout=_POLL_S, return_when=FIRST_COMPLETED)

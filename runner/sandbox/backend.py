@@ -36,6 +36,7 @@ from runner import log
 from runner.contract import SampleOutput, SampleTimings
 from runner.errors import SandboxError
 from runner.paths import world_dir
+from runner.sample_key import SampleKey
 from runner.sandbox.collect import AgentEnd, CollectLimits
 from runner.world import DOCS_DIR, SNAPSHOT_NAME
 
@@ -131,9 +132,14 @@ class SampleSpec(BaseModel):
         return value
 
     @property
+    def key(self) -> SampleKey:
+        """Which sample this is."""
+        return SampleKey(task_id=self.task_id, epoch=self.epoch)
+
+    @property
     def sample_id(self) -> str:
         """``<task>.e<epoch>``: unique within a run, the gateway's sample key and the ``ispm.sample`` label."""
-        return f"{self.task_id}.e{self.epoch}"
+        return self.key.label()
 
     def labels(self) -> dict[str, str]:
         """The labels on every resource this sample makes."""
@@ -192,9 +198,10 @@ def gateway_env(token: str, model: str | None = None, port: int = FORWARDER_PORT
     """The environment that points stock SDKs at the gateway through the loopback forwarder on ``port``.
 
     OpenAI SDKs read ``OPENAI_BASE_URL``/``OPENAI_API_KEY``; Anthropic's and Claude Code read
-    ``ANTHROPIC_BASE_URL`` and ``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN``. Every key is the per-sample
-    token. ``ISPM_MODEL`` is the candidate's model name, for agents that must name one: the gateway sends every
-    request to the candidate whatever it names.
+    ``ANTHROPIC_BASE_URL`` and ``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN``; Google's ``google-genai`` reads
+    ``GOOGLE_GEMINI_BASE_URL`` and ``GEMINI_API_KEY``. Every key is the per-sample token. ``ISPM_MODEL`` is the
+    candidate's model name, for agents that must name one: the gateway sends every request to the candidate
+    whatever it names.
     """
     root = f"http://127.0.0.1:{port}"
     env = {
@@ -203,6 +210,8 @@ def gateway_env(token: str, model: str | None = None, port: int = FORWARDER_PORT
         "ANTHROPIC_BASE_URL": root,
         "ANTHROPIC_API_KEY": token,
         "ANTHROPIC_AUTH_TOKEN": token,
+        "GOOGLE_GEMINI_BASE_URL": root,
+        "GEMINI_API_KEY": token,
         "ISPM_GATEWAY_URL": f"{root}/v1",
         "ISPM_GATEWAY_TOKEN": token,
         "ISPM_GATEWAY_SOCKET": f"/ispm/gateway/{GATEWAY_SOCKET_NAME}",

@@ -120,6 +120,8 @@ SPECS: tuple[ImageSpec, ...] = (
     ImageSpec("agent-reference", "agents/reference", parent="base"),
     ImageSpec("agent-claude-code", "agents/claude-code", parent="base", vendor="claude-code"),
     ImageSpec("agent-openai-agents", "agents/openai-agents", parent="base", vendor="site-packages"),
+    ImageSpec("agent-codex", "agents/codex", parent="base", vendor="codex"),
+    ImageSpec("agent-gemini", "agents/gemini", parent="base", vendor="site-packages"),
     ImageSpec("agent-mini-swe-agent", "agents/mini-swe-agent", parent="base", vendor="site-packages"),
 )
 

@@ -11,12 +11,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from runner.contract import SampleOutput
 from runner.errors import SandboxError, TaskError
-from runner.paths import tasks_dir
 from runner.sandbox.backend import Backend, SampleSpec, SweepReport, run_linked
 from runner.sandbox.docker import DockerBackend, sweep
 from runner.sandbox.images import ensure_images, expected_tags
 from runner.sandbox.local import LocalBackend
-from runner.tasks.load import load_tasks
+from runner.tasks.catalog import catalog
 from runner.tasks.view import agent_files
 
 if TYPE_CHECKING:
@@ -30,6 +29,8 @@ _SHORT_NAMES = {
     "reference": "agent-reference",
     "claude-code": "agent-claude-code",
     "openai-agents": "agent-openai-agents",
+    "codex": "agent-codex",
+    "gemini": "agent-gemini",
     "mini-swe-agent": "agent-mini-swe-agent",
     "base": "base",
 }
@@ -84,8 +85,7 @@ def try_sample(
         TaskError: no task has that id (or the task set does not load).
         SandboxError: the backend cannot start (for example, Docker is unreachable).
     """
-    tasks = {task.id: task for task in load_tasks(tasks_dir())}
-    task = tasks.get(task_id)
+    task = catalog().by_id.get(task_id)
     if task is None:
         raise TaskError(f"no task {task_id!r}; see `ispm tasks list`")
     name = own_image(image)

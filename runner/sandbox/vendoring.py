@@ -4,9 +4,9 @@ An image whose spec names a ``vendor`` step (``runner.sandbox.images``) gets thi
 before ``docker build``, through the host's pip and never a registry or pip in the image: the folder's
 ``requirements.txt`` pins every package by version and sha256, ``pip download --require-hashes`` fetches the wheels
 for the base image's Python (:data:`WHEEL_TARGET`) into ``.cache/wheels/<name>/``, and the step puts them into the
-context (Claude Code's native CLI out of its wheel, or a ``site/`` installed with ``pip install --target``). The
-image's digest covers the pinned requirements and the step, never the downloaded bytes, so the tag does not depend on
-when or where they were fetched; a warm wheel cache needs no network at all.
+context (Claude Code's or Codex's native CLI out of its wheel, or a ``site/`` installed with
+``pip install --target``). The image's digest covers the pinned requirements and the step, never the downloaded
+bytes, so the tag does not depend on when or where they were fetched; a warm wheel cache needs no network at all.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from runner import paths
 from runner.sandbox.build import ImageError, run_pip
 from runner.world.digest import file_sha256
 
-Vendoring = Literal["claude-code", "site-packages"]
+Vendoring = Literal["claude-code", "codex", "site-packages"]
 """How third-party code from the folder's ``requirements.txt`` enters a build context (see :func:`vendor_into`)."""
 
 
@@ -45,6 +45,12 @@ WHEEL_TARGET: tuple[str, ...] = (
 # Where Claude Code's native CLI sits in the claude-agent-sdk wheel, and where the Dockerfile expects it.
 CLAUDE_IN_WHEEL = "claude_agent_sdk/_bundled/claude"
 CLAUDE_IN_CONTEXT = "vendor/claude"
+# Per native-CLI step: the wheel's file-name prefix, the CLI's path in the wheel, and where the Dockerfile expects
+# it. The Codex wheel also carries rg, bwrap and a code-mode host; the image needs none of them (docs/agents.md).
+NATIVE_CLIS: dict[str, tuple[str, str, str]] = {
+    "claude-code": ("claude_agent_sdk-", CLAUDE_IN_WHEEL, CLAUDE_IN_CONTEXT),
+    "codex": ("openai_codex_cli_bin-", "codex_cli_bin/bin/codex", "vendor/codex"),
+}
 
 
 def wheel_cache(name: str) -> Path:
@@ -96,6 +102,7 @@ def vendor_into(context: Path, step: Vendoring, cache: Path, log_file: Path) -> 
 
     - ``claude-code``: the Claude Code CLI, the native binary bundled in the pinned claude-agent-sdk wheel, at
       ``vendor/claude``.
+    - ``codex``: the Codex CLI, the native binary of the pinned openai-codex-cli-bin wheel, at ``vendor/codex``.
     - ``site-packages``: every pinned package installed for the base image's Python into ``site/``.
 
     Raises:
@@ -103,8 +110,9 @@ def vendor_into(context: Path, step: Vendoring, cache: Path, log_file: Path) -> 
     """
     requirements = context / REQUIREMENTS
     fetch_wheels(requirements, cache, log_file, with_deps=step == "site-packages")
-    if step == "claude-code":
-        _extract_claude(requirements, cache, context / CLAUDE_IN_CONTEXT)
+    if step in NATIVE_CLIS:
+        prefix, in_wheel, in_context = NATIVE_CLIS[step]
+        _extract_cli(requirements, cache, prefix, in_wheel, context / in_context)
         return
     # --no-index: only the checked files of the cache; --require-hashes again, since the cache is a folder.
     args = ["install", "-q", "--no-index", "--find-links", str(cache), "--require-hashes", *WHEEL_TARGET]
@@ -114,15 +122,15 @@ def vendor_into(context: Path, step: Vendoring, cache: Path, log_file: Path) -> 
     shutil.rmtree(context / "site" / "bin", ignore_errors=True)
 
 
-def _extract_claude(requirements: Path, cache: Path, target: Path) -> None:
+def _extract_cli(requirements: Path, cache: Path, prefix: str, in_wheel: str, target: Path) -> None:
     allowed = pinned_hashes(requirements)
-    wheels = [p for p in sorted(cache.glob("claude_agent_sdk-*.whl")) if file_sha256(p) in allowed]
+    wheels = [p for p in sorted(cache.glob(f"{prefix}*.whl")) if file_sha256(p) in allowed]
     if not wheels:
-        raise ImageError(f"no claude-agent-sdk wheel pinned by {requirements} in {cache}")
+        raise ImageError(f"no {prefix.rstrip('-')} wheel pinned by {requirements} in {cache}")
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with zipfile.ZipFile(wheels[0]) as wheel, wheel.open(CLAUDE_IN_WHEEL) as src, target.open("wb") as dst:
+        with zipfile.ZipFile(wheels[0]) as wheel, wheel.open(in_wheel) as src, target.open("wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
     except KeyError as exc:
-        raise ImageError(f"{wheels[0].name} has no {CLAUDE_IN_WHEEL}") from exc
+        raise ImageError(f"{wheels[0].name} has no {in_wheel}") from exc
     target.chmod(0o755)

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from runner import __version__
 from runner.call import ReasoningBlock, TextBlock, ToolCallBlock
+from runner.sample_key import SampleKey
 from runner.trace.conversation import Message, ToolResultBlock
 from runner.trace.text import PROVENANCE, replay_words
 from runner.trace.timeline import (
@@ -325,7 +326,7 @@ def trajectory(
     a = timeline.agent
     return AtifTrajectory(
         session_id=timeline.run_id,
-        trajectory_id=f"{timeline.run_id or 'run'}/{timeline.task_id}.e{timeline.epoch}",
+        trajectory_id=f"{timeline.run_id or 'run'}/{SampleKey(task_id=timeline.task_id, epoch=timeline.epoch).label()}",
         agent=AtifAgent(
             name=agent_image,
             version=image_id or "unknown",

@@ -2,7 +2,7 @@
 
 The transcript keeps each request as the caller sent it, in its own API (chat completions, Responses, Messages);
 the response is already assembled into API-neutral blocks (:class:`~runner.call.Reply`). This
-module reads the three request shapes into :class:`Message` lists built from the same blocks, plus
+module reads the four request shapes into :class:`Message` lists built from the same blocks, plus
 :class:`ToolResultBlock` for what a tool returned, so the timeline, the sample page and the exports read one shape.
 
 Agents resend their whole history on every call, so :func:`new_messages` keeps only what a call added to the
@@ -294,6 +294,49 @@ def _read_responses(body: dict[str, Any], memo: Memo) -> Request:
     )
 
 
+# ------------------------------------------------------------------------------------------------ Gemini
+def _gemini_part(part: Any) -> Part:
+    if not isinstance(part, dict):
+        return _other("unknown", part)
+    call = part.get("functionCall", part.get("function_call"))
+    if isinstance(call, dict):
+        return _tool_call(call.get("id"), call.get("name", ""), call.get("args") or {})
+    response = part.get("functionResponse", part.get("function_response"))
+    if isinstance(response, dict):
+        result = response.get("response")
+        given = result if not (isinstance(result, dict) and len(result) == 1) else next(iter(result.values()))
+        return ToolResultBlock(call_id=response.get("id"), text=_result_text(given))
+    if isinstance(part.get("text"), str):
+        return ReasoningBlock(text=part["text"]) if part.get("thought") is True else TextBlock(text=part["text"])
+    return _other(_text(next(iter(part), "unknown")), part)
+
+
+def _gemini_item(item: Any) -> Message:
+    """One Gemini ``Content``: the model's turn, or the user's (tool results are the user's in Gemini's shape)."""
+    if not isinstance(item, dict):
+        return Message(role="user", parts=[_other("unknown", item)])
+    parts = [_gemini_part(p) for p in item.get("parts") or []]
+    role: Role = "assistant" if item.get("role") == "model" else "user"
+    if role == "user" and parts and all(isinstance(p, ToolResultBlock) for p in parts):
+        role = "tool"
+    return Message(role=role, parts=parts)
+
+
+def _read_gemini(body: dict[str, Any], memo: Memo) -> Request:
+    system = body.get("systemInstruction", body.get("system_instruction"))
+    if isinstance(system, dict):
+        system = "\n".join(_text(p.get("text", "")) for p in system.get("parts") or [] if isinstance(p, dict))
+    messages = [memo.message(item, _gemini_item) for item in body.get("contents") or []]
+    names = []
+    for tool in body.get("tools") or []:
+        for key, declared in tool.items() if isinstance(tool, dict) else ():
+            if key in ("functionDeclarations", "function_declarations") and isinstance(declared, list):
+                names += [_text(d.get("name", "")) for d in declared if isinstance(d, dict)]
+            else:
+                names.append(_text(key))
+    return Request(system=None if system is None else _text(system), messages=messages, tools=names)
+
+
 def _tool_names(body: dict[str, Any]) -> list[str]:
     names = []
     for tool in body.get("tools") or []:
@@ -318,6 +361,8 @@ def read_request(api: CallApi, body: Any, memo: Memo | None = None) -> Request:
         return _read_messages(body, memo)
     if api == "chat":
         return _read_chat(body, memo)
+    if api == "gemini":
+        return _read_gemini(body, memo)
     return _read_responses(body, memo)
 
 

@@ -17,6 +17,7 @@ from runner.errors import IspmError
 from runner.grading.grades import Grade
 from runner.record.build import load_record
 from runner.record.model import RunRecord
+from runner.sample_key import SampleKey
 from runner.tasks.catalog import catalog
 from runner.tasks.model import Task
 from runner.trace.atif import trajectory
@@ -40,13 +41,13 @@ def default_out(run_dir: Path, fmt: ExportFormat) -> Path:
     return run_dir.resolve().parent / f"{run_dir.resolve().name}.{fmt}"
 
 
-def epoch_consensus(record: RunRecord | None) -> dict[tuple[str, int], dict[str, Grade]]:
+def epoch_consensus(record: RunRecord | None) -> dict[SampleKey, dict[str, Grade]]:
     """Each sample's per-dimension epoch consensus; empty for a run without a score."""
-    found: dict[tuple[str, int], dict[str, Grade]] = {}
+    found: dict[SampleKey, dict[str, Grade]] = {}
     for task in record.scores.tasks if record is not None and record.scores else []:
         for dimension, by_epoch in task.epochs.items():
             for epoch, grade in by_epoch.items():
-                found.setdefault((task.task_id, epoch), {})[dimension] = grade
+                found.setdefault(SampleKey(task_id=task.task_id, epoch=epoch), {})[dimension] = grade
     return found
 
 
@@ -95,7 +96,7 @@ def write_atif(run_dir: Path, out_dir: Path, tasks: Sequence[Task] | None = None
                 agent_image=image,
                 image_id=record.images.get(image),
                 prompt=prompts.get(key.task_id),
-                consensus=consensus.get((key.task_id, key.epoch)),
+                consensus=consensus.get(key),
             )
             target = out_dir / f"{key.label()}{TRAJECTORY_SUFFIX}"
             written.append(_write_json(target, doc.model_dump(mode="json", exclude_none=True), indent=2))
@@ -127,7 +128,7 @@ def write_inspect(run_dir: Path, out_dir: Path, tasks: Sequence[Task] | None = N
         eval_sample(
             sample_timeline(run_dir, run, key),
             prompts.get(key.task_id, ""),
-            consensus.get((key.task_id, key.epoch), {}),
+            consensus.get(key, {}),
             model,
         )
         for key in run.order

@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict
 
 from runner.errors import IspmError
 from runner.run.journal import JOURNAL_NAME, Entry, RunStarted, SampleFinished, SampleGraded, read_entries
-from runner.transcript.model import SampleKey, Transcript, TranscriptEvent, TranscriptRef
+from runner.sample_key import SampleKey
+from runner.transcript.model import Transcript, TranscriptEvent, TranscriptRef
 from runner.transcript.storage import TranscriptError, read_part
 
 __all__ = ["SampleTranscripts", "TranscriptError", "list_transcripts", "load_transcript", "read_part", "transcripts_in"]

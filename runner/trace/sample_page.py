@@ -33,12 +33,12 @@ from runner import log
 from runner.errors import IspmError
 from runner.record.model import RunRecord
 from runner.record.report import REPORT_NAME, environment, write_report
+from runner.sample_key import SampleKey
 from runner.tasks.catalog import catalog
 from runner.tasks.model import Task
 from runner.trace.sql_text import SqlLayout, sql_of_call
 from runner.trace.text import PROVENANCE
 from runner.trace.timeline import RunSamples, SampleTimeline, read_run, sample_timeline
-from runner.transcript.model import SampleKey
 
 _log = log.get(__name__)
 
@@ -114,7 +114,7 @@ def render_sample_page(env: Environment, timeline: SampleTimeline, title: str) -
 
 def write_sample_pages(
     env: Environment, run_dir: Path, out_dir: Path, titles: dict[str, str]
-) -> tuple[dict[tuple[str, int], str], list[str]]:
+) -> tuple[dict[SampleKey, str], list[str]]:
     """Write the page of every sample of the run in ``run_dir`` into ``out_dir/samples/``.
 
     Returns each sample's page, relative to ``out_dir`` (what the report links), and a note for each sample that
@@ -125,7 +125,7 @@ def write_sample_pages(
     except IspmError as exc:
         return {}, [f"no sample pages: {exc}"]
     folder = out_dir / SAMPLES_DIR
-    links: dict[tuple[str, int], str] = {}
+    links: dict[SampleKey, str] = {}
     notes: list[str] = []
     for key in run.order:
         name = page_name(key)
@@ -139,7 +139,7 @@ def write_sample_pages(
         scratch = target.with_name(target.name + ".tmp")
         scratch.write_text(page, encoding="utf-8")
         os.replace(scratch, target)
-        links[(key.task_id, key.epoch)] = f"{SAMPLES_DIR}/{name}"
+        links[key] = f"{SAMPLES_DIR}/{name}"
     return links, notes
 
 

@@ -34,8 +34,9 @@ from runner.grading.grades import Dimension, Grade
 from runner.grading.model import JudgeFailure
 from runner.grading.replay import LoggedCheck, sql_key
 from runner.run.journal import JOURNAL_NAME, RunStarted, SampleFinished, SampleGraded, read_entries
+from runner.sample_key import SampleKey
 from runner.trace.conversation import Memo, Message, new_messages, read_request, reply_message
-from runner.transcript.model import CapReachedEvent, SampleKey, Transcript
+from runner.transcript.model import CapReachedEvent, Transcript
 from runner.transcript.storage import read_part
 
 TIMELINE_VERSION = 2

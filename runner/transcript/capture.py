@@ -21,6 +21,7 @@ from collections.abc import Iterable
 
 from runner import log
 from runner.call import Body, ModelCall
+from runner.sample_key import SampleKey
 from runner.transcript.redact import longest_first, redact_call, redact_json
 from runner.transcript.storage import DEFAULT_LIMIT_BYTES, TranscriptBuilder
 
@@ -186,15 +187,15 @@ class JudgeCapture:
         self.secrets = longest_first(secrets)
         self.limit_bytes = limit_bytes
         self._lock = threading.Lock()
-        self._parts: dict[tuple[str, int], TranscriptBuilder] = {}
+        self._parts: dict[SampleKey, TranscriptBuilder] = {}
 
-    def record(self, task_id: str, epoch: int, call: ModelCall, secrets: Iterable[str] = ()) -> None:
+    def record(self, key: SampleKey, call: ModelCall, secrets: Iterable[str] = ()) -> None:
         """Add one judge call (its ``caller`` a judge slot) to the sample's judges' part."""
         with self._lock:
-            builder = self._parts.setdefault((task_id, epoch), TranscriptBuilder("judges", self.limit_bytes))
+            builder = self._parts.setdefault(key, TranscriptBuilder("judges", self.limit_bytes))
             keep(builder, call, longest_first((*self.secrets, *secrets)))
 
-    def take(self, task_id: str, epoch: int) -> TranscriptBuilder | None:
+    def take(self, key: SampleKey) -> TranscriptBuilder | None:
         """The sample's judges' part, removed; ``None`` when no judge call was recorded for it."""
         with self._lock:
-            return self._parts.pop((task_id, epoch), None)
+            return self._parts.pop(key, None)

@@ -24,6 +24,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from runner.call import Caller, ModelCall
+from runner.sample_key import SampleKey
 
 TRANSCRIPT_VERSION = 2
 """The version of the transcript's format. Version 1 (before ispm kept one model of a call) kept a call's usage and
@@ -54,19 +55,6 @@ class CapReachedEvent(_Model):
 
 TranscriptEvent = Annotated[ModelCall | CapReachedEvent, Field(discriminator="kind")]
 """One event of a transcript."""
-
-
-class SampleKey(_Model):
-    """Which sample: a task and an epoch of one run."""
-
-    task_id: str
-    """The task's id."""
-    epoch: int
-    """The epoch, from 1."""
-
-    def label(self) -> str:
-        """``<task>.e<epoch>``, as logs and file names spell it."""
-        return f"{self.task_id}.e{self.epoch}"
 
 
 class Transcript(_Model):

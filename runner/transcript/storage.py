@@ -38,7 +38,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.call import Body, BodyEncoding, Caller, ModelCall, Reply
 from runner.errors import IspmError
-from runner.transcript.model import TRANSCRIPT_VERSION, CapReachedEvent, SampleKey, TranscriptEvent, TranscriptRef
+from runner.sample_key import SampleKey
+from runner.transcript.model import TRANSCRIPT_VERSION, CapReachedEvent, TranscriptEvent, TranscriptRef
 
 TRANSCRIPTS_DIR = "transcripts"
 """The folder beside the journal that holds a run's transcripts."""

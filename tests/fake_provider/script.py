@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 OPENAI_MODEL = "gpt-fake-2026-01-01"
 ANTHROPIC_MODEL = "claude-fake-20260101"
+GEMINI_MODEL = "gemini-fake-2026-01-01"
 
 Stop = Literal["end", "tools", "max_tokens"]
 """Why a turn ended: ``end`` (chat ``stop``, messages ``end_turn``, responses ``completed``), ``tools`` (chat
@@ -170,8 +171,11 @@ class Seen:
 
     @property
     def stream(self) -> bool:
-        """Whether the request body asked for a stream (``"stream": true``)."""
-        return isinstance(self.body, dict) and self.body.get("stream") is True
+        """Whether the request asked for a stream: its body says ``"stream": true``, or (Gemini) its path names
+        ``streamGenerateContent``."""
+        return (
+            isinstance(self.body, dict) and self.body.get("stream") is True
+        ) or ":streamGenerateContent" in self.path
 
 
 @dataclass
@@ -211,7 +215,15 @@ def total_usage(reported: list[Reported]) -> Usage:
 
 
 def usage_from_wire(protocol: str, usage: dict[str, Any]) -> Usage:
-    """A protocol's usage object (``chat``, ``responses`` or ``messages``) in neutral terms."""
+    """A protocol's usage object (``chat``, ``responses``, ``messages`` or ``gemini``) in neutral terms."""
+    if protocol == "gemini":  # candidatesTokenCount leaves the thoughts out
+        thoughts = usage.get("thoughtsTokenCount") or 0
+        return Usage(
+            usage.get("promptTokenCount") or 0,
+            (usage.get("candidatesTokenCount") or 0) + thoughts,
+            usage.get("cachedContentTokenCount") or 0,
+            thoughts,
+        )
     if protocol == "messages":
         cached = usage.get("cache_read_input_tokens") or 0
         written = usage.get("cache_creation_input_tokens") or 0

@@ -24,9 +24,10 @@ from urllib.parse import urlsplit
 from anthropic.types import ModelInfo
 from openai.types import Model
 
-from . import chat, messages, responses
+from . import chat, gemini, messages, responses
 from .script import (
     ANTHROPIC_MODEL,
+    GEMINI_MODEL,
     OPENAI_MODEL,
     Reply,
     Reported,
@@ -41,15 +42,17 @@ from .script import (
 )
 from .wire import Answering, Event, Rendered, dump
 
-Route = Literal["chat", "responses", "messages", "count_tokens", "models", "other"]
+Route = Literal["chat", "responses", "messages", "count_tokens", "gemini", "models", "other"]
 Responder = Callable[[Seen], Scripted | None]
 CREATED = 1767225600  # 2026-01-01T00:00:00Z: answers say they were created then, so they compare exactly
-GENERATION: tuple[Route, ...] = ("chat", "responses", "messages", "other")
+GENERATION: tuple[Route, ...] = ("chat", "responses", "messages", "gemini", "other")
 ENDPOINTS: tuple[tuple[str, Route], ...] = (
     ("/chat/completions", "chat"),
     ("/responses", "responses"),
     ("/messages/count_tokens", "count_tokens"),
     ("/messages", "messages"),
+    (":generateContent", "gemini"),
+    (":streamGenerateContent", "gemini"),
 )
 
 
@@ -122,6 +125,12 @@ class FakeProvider:
     def anthropic_base(self) -> str:
         """The value for ``ANTHROPIC_BASE_URL``."""
         return self.url
+
+    @property
+    def gemini_base(self) -> str:
+        """The value for ``GEMINI_BASE_URL``: Google's OpenAI-compatible endpoint, whose parent serves Gemini's own
+        API (``/v1beta/models/{model}:generateContent``)."""
+        return self.url + "/v1beta/openai"
 
     def push(self, *answers: Scripted, path: str | None = None) -> None:
         """Append answers to the script. Without ``path`` they answer the generation endpoints (chat, responses,
@@ -227,12 +236,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _send_turn(self, turn: Turn, seen: Seen, endpoint: Route, number: int) -> None:
-        protocol = endpoint if endpoint in ("responses", "messages") else "chat"
-        default_model = ANTHROPIC_MODEL if protocol == "messages" else OPENAI_MODEL
+        protocol = endpoint if endpoint in ("responses", "messages", "gemini") else "chat"
+        default_model = {"messages": ANTHROPIC_MODEL, "gemini": GEMINI_MODEL}.get(protocol, OPENAI_MODEL)
         request = seen.body if isinstance(seen.body, dict) else {}
         answering = Answering(number, turn.model or default_model, request, CREATED)
         rendered: Rendered
-        if protocol == "messages":
+        if protocol == "gemini":
+            rendered = gemini.events(answering, turn) if seen.stream else gemini.body(answering, turn)
+        elif protocol == "messages":
             rendered = messages.events(answering, turn) if seen.stream else messages.message(answering, turn)
         elif protocol == "responses":
             rendered = responses.events(answering, turn) if seen.stream else responses.body(answering, turn)
@@ -265,6 +276,8 @@ class _Handler(BaseHTTPRequestHandler):
             if turn.error is not None and index == turn.error.after:
                 if protocol == "messages":
                     failure = messages.error_event(turn.error)
+                elif protocol == "gemini":
+                    failure = gemini.error_event(turn.error)
                 elif protocol == "responses":
                     failure = responses.error_event(turn.error, index)
                 else:

@@ -6,15 +6,16 @@ Pure functions and small stream state machines over JSON-shaped dicts: no I/O, n
   and ``close()``, each giving ``(event name, data)`` pairs (chat completions' events have the name ``""``).
 - ``reply``: ``Reader``, what every API's reader shares: one reply read once, from a body or a stream's events, into
   its figures (usage, the model id, whether the stream ended, an in-stream error) and the reply put together.
-- ``chat``, ``messages``, ``responses``: one module per API: its reader, and its usage read and written. ``chat``
-  also holds the chat-completions shapes both other APIs' translations build, and ``FromChatStream``, what the
-  translators from a chat-completions stream share.
+- ``chat``, ``messages``, ``responses``, ``gemini``: one module per API: its reader, and its usage read and
+  written. ``chat`` also holds the chat-completions shapes the other APIs' translations build, and
+  ``FromChatStream``, what the translators from a chat-completions stream share.
 - ``readers``: the reader of each API (``reader_for``).
 - ``chat_messages``: Chat Completions ⇄ Anthropic Messages, requests, responses and streams.
 - ``chat_responses``: Responses → Chat Completions requests; Chat Completions → Responses responses and streams.
+- ``chat_gemini``: Gemini → Chat Completions requests; Chat Completions → Gemini responses and streams.
 
-Chat Completions is the pivot: a Messages or Responses agent talking to a chat provider is translated to chat and
-back; a chat agent talking to an Anthropic provider is translated to Messages and back. A new API is one module
+Chat Completions is the pivot: a Messages, Responses or Gemini agent talking to a chat provider is translated to chat
+and back; a chat agent talking to an Anthropic provider is translated to Messages and back. A new API is one module
 (its reader and usage), one line in ``readers``, and its translation to and from chat.
 """
 

@@ -5,6 +5,13 @@ tools (web search, file search, computer use…); a chat-completions provider ha
 ``TranslationError`` naming the construct. Reasoning items in the input are dropped: they only mean something
 to the model that produced them.
 
+Tools the agent runs cross as chat functions (:class:`AgentTool`): a ``custom`` tool (free-form input, maybe a
+grammar, as Codex's ``apply_patch``) is a function taking one string, ``input``, its format stated in the
+description; a ``namespace``'s tools are functions named ``<namespace>__<name>``; a client-run ``tool_search`` is
+a function too, and the tools its output hands the model join the chat tools. The model's calls go back to the
+agent as the item each tool makes: ``custom_tool_call`` (with its ``input``), ``tool_search_call``, or a
+``function_call`` with its ``namespace``.
+
 Ids of translated output are derived from the chat completion id: ``resp_<id>`` for the response,
 ``msg_<id>`` for its message item, ``fc_<call id>`` for a function-call item, so the streamed and non-streamed
 translations of one completion agree.
@@ -13,7 +20,8 @@ translations of one completion agree.
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from runner.call import Usage
 from runner.gateway.protocols import chat as chat_wire
@@ -37,6 +45,125 @@ _STATUS: dict[str, tuple[str, str | None]] = {
 }
 
 
+# --- tools the agent runs, as chat functions ------------------------------------------------------------------
+
+NAMESPACE_JOIN = "__"  # <namespace>__<name>: chat function names allow letters, digits, "_" and "-" only
+
+
+@dataclass(frozen=True)
+class AgentTool:
+    """A tool of the agent's Responses request, as the chat function that stands for it."""
+
+    kind: Literal["function", "custom", "tool_search"]
+    """What the agent calls it: its calls come back as a ``function_call``, ``custom_tool_call`` or
+    ``tool_search_call`` item."""
+    name: str
+    """The tool's own name."""
+    namespace: str | None
+    """The namespace it was offered in, if any."""
+    spec: dict[str, Any]
+    """The Responses tool definition."""
+
+    @property
+    def chat_name(self) -> str:
+        """The chat function's name."""
+        return self.name if self.namespace is None else f"{self.namespace}{NAMESPACE_JOIN}{self.name}"
+
+
+def agent_tools(req: dict[str, Any]) -> dict[str, AgentTool]:
+    """Every tool the request offers, by chat function name: its tools, namespaces opened, and the tools that a
+    client-run tool search in its input handed the model.
+
+    Raises:
+        TranslationError: a tool the translation cannot offer as a function (a provider-run tool).
+    """
+    tools: dict[str, AgentTool] = {}
+    offered = req.get("tools")
+    _collect(tools, listed(offered, "tools") if offered else [], "tools", None)
+    items = req.get("input")
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        if isinstance(item, dict) and item.get("type") == "tool_search_output" and isinstance(item.get("tools"), list):
+            _collect(tools, item["tools"], f"input[{i}].tools", None)
+    return tools
+
+
+def _collect(tools: dict[str, AgentTool], specs: list[Any], where: str, namespace: str | None) -> None:
+    for i, spec in enumerate(specs):
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        if not isinstance(spec, dict):
+            raise TranslationError(f"{where}[{i}] is not an object")
+        if kind == "namespace" and namespace is None and isinstance(spec.get("tools"), list):
+            _collect(tools, spec["tools"], f"{where}[{i}].tools", str(spec.get("name", "")))
+        elif kind in ("function", "custom") or (kind == "tool_search" and spec.get("execution") == "client"):
+            name = "tool_search" if kind == "tool_search" else str(spec.get("name", ""))
+            tool = AgentTool(kind, name, namespace, spec)
+            tools[tool.chat_name] = tool
+        else:
+            raise TranslationError(f"{where}[{i}]: {kind} tools are not supported when the provider speaks chat")
+
+
+def _chat_function(tool: AgentTool) -> dict[str, Any]:
+    spec = tool.spec
+    if tool.kind != "custom":
+        return function_tool(tool.chat_name, spec.get("description"), spec.get("parameters"), spec.get("strict"))
+    fmt = spec.get("format")
+    fmt = fmt if isinstance(fmt, dict) else {}
+    about = "The input, one string, passed to the tool as it is."
+    if fmt.get("type") == "grammar":
+        about += f" It must match this {fmt.get('syntax', '')} grammar:\n{fmt.get('definition', '')}"
+    description = f"{spec.get('description') or ''}\n\n{about}".strip()
+    parameters = {
+        "type": "object",
+        "properties": {"input": {"type": "string", "description": "The tool's free-form input."}},
+        "required": ["input"],
+        "additionalProperties": False,
+    }
+    return function_tool(tool.chat_name, description, parameters, None)
+
+
+def _custom_input(arguments: str) -> str:
+    """A custom tool's input out of the chat call's arguments (the raw arguments when they are not the object)."""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return arguments
+    return parsed["input"] if isinstance(parsed, dict) and isinstance(parsed.get("input"), str) else arguments
+
+
+def _call_item(
+    tools: dict[str, AgentTool], call_id: str, chat_name: str, arguments: str, status: str
+) -> dict[str, Any]:
+    """The Responses output item for the model's chat call of ``chat_name``."""
+    tool = tools.get(chat_name)
+    if tool is None or tool.kind == "function":
+        item = _function_call_item(call_id, tool.name if tool else chat_name, arguments or "{}", status)
+    elif tool.kind == "custom":
+        item = {
+            "type": "custom_tool_call",
+            "id": f"ctc_{call_id}",
+            "call_id": call_id,
+            "name": tool.name,
+            "input": _custom_input(arguments),
+            "status": status,
+        }
+    else:
+        try:
+            parsed = json.loads(arguments or "{}")
+        except ValueError:
+            parsed = {}
+        item = {
+            "type": "tool_search_call",
+            "id": f"tsc_{call_id}",
+            "call_id": call_id,
+            "arguments": parsed,
+            "execution": "client",
+            "status": status,
+        }
+    if tool is not None and tool.namespace is not None:
+        item["namespace"] = tool.namespace
+    return item
+
+
 # --- requests ----------------------------------------------------------------------------------------------
 
 
@@ -50,11 +177,13 @@ def responses_to_chat_request(req: dict[str, Any], model: str) -> dict[str, Any]
 
     Raises:
         TranslationError: the request needs stored state (``previous_response_id``, ``conversation``,
-            ``prompt``, item references, file ids), uses a non-function tool, or an unknown item or part type.
+            ``prompt``, item references, file ids), offers a tool the provider would run, or has an unknown item or
+            part type.
     """
     for field, what in _HOSTED_REQUEST_FIELDS.items():
         if req.get(field):
             raise TranslationError(f"{what} is not supported when the provider speaks chat completions")
+    tools = agent_tools(req)
     messages: list[dict[str, Any]] = []
     instructions = req.get("instructions")
     if isinstance(instructions, str) and instructions:
@@ -66,7 +195,7 @@ def responses_to_chat_request(req: dict[str, Any], model: str) -> dict[str, Any]
         messages.append({"role": "user", "content": items})
     elif isinstance(items, list):
         for i, item in enumerate(items):
-            _add_item(messages, item, i)
+            _add_item(messages, item, i, tools)
     elif items is not None:
         raise TranslationError("input must be a string or a list of items")
 
@@ -76,8 +205,8 @@ def responses_to_chat_request(req: dict[str, Any], model: str) -> dict[str, Any]
     for key in ("temperature", "top_p", "parallel_tool_calls"):
         if req.get(key) is not None:
             out[key] = req[key]
-    if req.get("tools"):
-        out["tools"] = [_chat_tool(t, i) for i, t in enumerate(listed(req["tools"], "tools"))]
+    if tools:
+        out["tools"] = [_chat_function(tool) for tool in tools.values()]
     if req.get("tool_choice") is not None:
         out["tool_choice"] = _chat_tool_choice(req["tool_choice"])
     text = req.get("text") or {}
@@ -92,7 +221,7 @@ def responses_to_chat_request(req: dict[str, Any], model: str) -> dict[str, Any]
     return out
 
 
-def _add_item(messages: list[dict[str, Any]], item: Any, i: int) -> None:
+def _add_item(messages: list[dict[str, Any]], item: Any, i: int, tools: dict[str, AgentTool]) -> None:
     if not isinstance(item, dict):
         raise TranslationError(f"input[{i}] is not an object")
     kind = item.get("type", "message")
@@ -106,26 +235,39 @@ def _add_item(messages: list[dict[str, Any]], item: Any, i: int) -> None:
             messages.append({"role": "assistant", "content": _text(item.get("content"), i)})
         else:
             raise TranslationError(f"input[{i}] has unsupported role {role!r}")
-    elif kind == "function_call":
-        call = {
-            "id": str(item.get("call_id", "")),
-            "type": "function",
-            "function": {"name": str(item.get("name", "")), "arguments": str(item.get("arguments", ""))},
-        }
-        # Chat wants one assistant message holding every call of a turn (and its text, when it came first).
-        last = messages[-1] if messages else None
-        if last is not None and last["role"] == "assistant":
-            last.setdefault("tool_calls", []).append(call)
-        else:
-            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-    elif kind == "function_call_output":
+    elif kind in ("function_call", "custom_tool_call", "tool_search_call"):
+        _add_call(messages, item, kind)
+    elif kind in ("function_call_output", "custom_tool_call_output"):
         messages.append(tool_message(item.get("call_id", ""), _output_text(item.get("output"), i)))
+    elif kind == "tool_search_output":
+        found = [t for t in agent_tools({"input": [item]}).values()]
+        listing = [{"name": t.chat_name, "description": t.spec.get("description")} for t in found]
+        messages.append(tool_message(item.get("call_id", ""), json.dumps({"tools_now_available": listing})))
     elif kind == "reasoning":
         return
     elif kind == "item_reference":
         raise TranslationError(f"input[{i}]: item_reference (stored items) is not supported")
     else:
         raise TranslationError(f"input[{i}]: item type {kind!r} is not supported when the provider speaks chat")
+
+
+def _add_call(messages: list[dict[str, Any]], item: dict[str, Any], kind: str) -> None:
+    """A call the model made, as a chat tool call: custom input as ``{"input": …}``, a namespace in the name."""
+    if kind == "custom_tool_call":
+        name, arguments = str(item.get("name", "")), json.dumps({"input": str(item.get("input", ""))})
+    elif kind == "tool_search_call":
+        name, arguments = "tool_search", json.dumps(item.get("arguments") or {})
+    else:
+        name, arguments = str(item.get("name", "")), str(item.get("arguments", ""))
+    if item.get("namespace"):
+        name = f"{item['namespace']}{NAMESPACE_JOIN}{name}"
+    call = {"id": str(item.get("call_id", "")), "type": "function", "function": {"name": name, "arguments": arguments}}
+    # Chat wants one assistant message holding every call of a turn (and its text, when it came first).
+    last = messages[-1] if messages else None
+    if last is not None and last["role"] == "assistant":
+        last.setdefault("tool_calls", []).append(call)
+    else:
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
 
 
 def _text(content: Any, i: int) -> str:
@@ -183,17 +325,10 @@ def _parts(content: Any, i: int) -> list[dict[str, Any]]:
     return content
 
 
-def _chat_tool(tool: Any, i: int) -> dict[str, Any]:
-    kind = tool.get("type") if isinstance(tool, dict) else None
-    if kind != "function":
-        raise TranslationError(f"tools[{i}]: {kind} tools are not supported when the provider speaks chat")
-    return function_tool(tool.get("name", ""), tool.get("description"), tool.get("parameters"), tool.get("strict"))
-
-
 def _chat_tool_choice(choice: Any) -> Any:
     if choice in ("auto", "none", "required"):
         return choice
-    if isinstance(choice, dict) and choice.get("type") == "function":
+    if isinstance(choice, dict) and choice.get("type") in ("function", "custom"):
         return {"type": "function", "function": {"name": str(choice.get("name", ""))}}
     raise TranslationError(f"tool_choice {choice!r} is not supported when the provider speaks chat")
 
@@ -237,9 +372,10 @@ def chat_to_responses_response(chat: dict[str, Any], request: dict[str, Any]) ->
     output: list[dict[str, Any]] = []
     if text or message.get("refusal") or not calls:
         output.append(_message_item(chat_id, text or "", message.get("refusal"), status))
+    tools = agent_tools(request)
     for call_id, name, fn in calls:
         # Some providers send "" for a call without arguments; Responses clients parse arguments as JSON.
-        output.append(_function_call_item(call_id, name, str(fn.get("arguments") or "{}"), status))
+        output.append(_call_item(tools, call_id, name, str(fn.get("arguments") or "{}"), status))
     usage = chat.get("usage")
     return _response(
         request,
@@ -336,6 +472,8 @@ class ChatStreamToResponses(FromChatStream):
         self._items: list[dict[str, Any]] = []  # output items so far, the last one possibly still open
         self._open: str | None = None  # "text", or "tool:<chat index>"
         self._tool_items: dict[int, int] = {}  # chat tool_calls index → output index
+        self._tools = agent_tools(request)
+        self._raw: dict[int, str] = {}  # output index → the chat arguments of a custom or tool-search call so far
 
     def _end(self) -> list[StreamEvent]:
         """Closes the open item and gives the terminal event."""
@@ -388,11 +526,18 @@ class ChatStreamToResponses(FromChatStream):
         events: list[StreamEvent] = []
         if piece.index not in self._tool_items:
             events += self._close_item()
-            events += self._add_item(_function_call_item(piece.id, piece.name, "", "in_progress"))
+            opened = _call_item(self._tools, piece.id, piece.name, "", "in_progress")
+            if opened["type"] == "function_call":
+                opened["arguments"] = ""
+            else:  # its input is known once the arguments are whole: it is given when the call closes
+                self._raw[len(self._items)] = ""
+            events += self._add_item(opened)
             self._tool_items[piece.index] = len(self._items) - 1
             self._open = f"tool:{piece.index}"
-        if piece.arguments:
-            output_index = self._tool_items[piece.index]
+        output_index = self._tool_items[piece.index]
+        if piece.arguments and output_index in self._raw:
+            self._raw[output_index] += piece.arguments
+        elif piece.arguments:
             item = self._items[output_index]
             item["arguments"] += piece.arguments
             where = {"item_id": item["id"], "output_index": output_index}
@@ -416,6 +561,13 @@ class ChatStreamToResponses(FromChatStream):
             part = item["content"][0]
             events.append(self._event("response.output_text.done", {**where, "text": part["text"], "logprobs": []}))
             events.append(self._event("response.content_part.done", {**where, "part": _copy(part)}))
+        elif output_index in self._raw:
+            where = {"item_id": item["id"], "output_index": output_index}
+            whole = _call_item(self._tools, item["call_id"], _chat_name(item), self._raw[output_index], "completed")
+            item.update({k: whole[k] for k in ("input", "arguments") if k in whole})
+            if item["type"] == "custom_tool_call":
+                events.append(self._event("response.custom_tool_call_input.delta", {**where, "delta": item["input"]}))
+                events.append(self._event("response.custom_tool_call_input.done", {**where, "input": item["input"]}))
         else:
             where = {"item_id": item["id"], "output_index": output_index}
             if not item["arguments"]:  # as in the non-streamed translation: no arguments are "{}"
@@ -450,6 +602,12 @@ class ChatStreamToResponses(FromChatStream):
         event = {"type": name, "sequence_number": self._seq, **body}
         self._seq += 1
         return (name, event)
+
+
+def _chat_name(item: dict[str, Any]) -> str:
+    """The chat function name of a call item (``tool_search`` for a tool search)."""
+    name = "tool_search" if item["type"] == "tool_search_call" else str(item.get("name", ""))
+    return f"{item['namespace']}{NAMESPACE_JOIN}{name}" if item.get("namespace") else name
 
 
 def _copy(value: Any) -> Any:

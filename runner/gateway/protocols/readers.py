@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from runner.call import CallApi
 from runner.gateway.protocols.chat import ChatReader
+from runner.gateway.protocols.gemini import GeminiReader
 from runner.gateway.protocols.messages import MessagesReader
 from runner.gateway.protocols.reply import Reader
 from runner.gateway.protocols.responses import ResponsesReader
@@ -13,6 +14,7 @@ READERS: dict[CallApi, type[Reader]] = {
     "messages": MessagesReader,
     "count_tokens": MessagesReader,  # the answer of Messages' token counting, which holds no reply
     "responses": ResponsesReader,
+    "gemini": GeminiReader,
 }
 """The reader of each API; a new API adds its reader here."""
 
