@@ -41,8 +41,9 @@ RUN = f"bench-agents-{uuid.uuid4().hex[:8]}"
 BASELINE = "agent-reference"
 CALIBRATION = ("agent-null", "agent-replay")  # our calibration agents call no model
 KEY = "sk-bench-agents-not-a-real-key-0000"
-# Claude Code speaks Messages: give it an Anthropic candidate, so its start is not measured through a translation.
-CANDIDATE = {"agent-claude-code": "anthropic/claude-bench-1"}
+# Claude Code speaks Messages and the Gemini agent Gemini's API: each gets a candidate of its own provider, so its
+# start is not measured through a translation.
+CANDIDATE = {"agent-claude-code": "anthropic/claude-bench-1", "agent-gemini": "google/gemini-bench-1"}
 DEFAULT_CANDIDATE = "openai/gpt-bench-1"
 
 
@@ -77,8 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     backend = DockerBackend()
     try:
         with fp.FakeProvider(responder=answer, remember=False) as fake:
-            os.environ["OPENAI_API_KEY"] = os.environ["ANTHROPIC_API_KEY"] = KEY
+            os.environ["OPENAI_API_KEY"] = os.environ["ANTHROPIC_API_KEY"] = os.environ["GEMINI_API_KEY"] = KEY
             os.environ["OPENAI_BASE_URL"], os.environ["ANTHROPIC_BASE_URL"] = fake.openai_base, fake.anthropic_base
+            os.environ["GEMINI_BASE_URL"] = fake.gemini_base
             gateways = {c: Gateway(c) for c in {CANDIDATE.get(n, DEFAULT_CANDIDATE) for n in agents}}
             try:
                 for round_number in range(1, args.rounds + 1):
