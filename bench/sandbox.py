@@ -19,11 +19,13 @@
   report included) of N and 2N samples, against N and 2N bare ``docker run --rm --network none`` of the base image
   (``true``) at the same concurrency (threads), at concurrency 1 and 2. A sample's marginal cost is the difference
   over N; the run's fixed cost (before its first sample and after its last) is what is left: 2 T(N) - T(2N). The
-  four batches of a round run back to back in an order that rotates each round, so drift and the other loads of a
+  batches of a round run back to back in an order that rotates each round, so drift and the other loads of a
   shared machine hit each alike; each round gives one ratio, and the spread of the rounds says how noisy the
   machine was. Targets: a sample's marginal cost at most 1.15x the bare run's; the fixed cost at most 1.35 s (half
   of the 2.7 s measured before). For context, the null agent under a plain ``docker run`` (the same Python start in
-  the container as in the runner's samples) is measured in the same rounds.
+  the container as in the runner's samples) is measured in the same rounds. First, one-sample runs (mostly fixed
+  cost), their wall and CPU seconds: CPU hardly moves with a shared machine's other loads. ``--before CHECKOUT``
+  runs an earlier checkout's ``ispm`` in the same rounds, for both.
 
 Bounded loops on the local engine only. It prints figures; it asserts nothing.
 """
@@ -33,6 +35,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -152,6 +155,38 @@ def marginal(rounds: int, n: int, base: str, null: str, before: Path | None = No
             )
 
 
+def one_sample_runs(rounds: int, before: Path | None) -> None:
+    """A run's fixed cost seen through one-sample runs, which are mostly that: wall and CPU seconds of the
+    ``ispm demo`` process (its children's CPU as ``getrusage`` counts it), this checkout and ``before`` in turn.
+    CPU time hardly moves with the machine's other loads, so it says what changed where the wall clock is noisy."""
+    task = sorted(t.id for t in catalog().tasks)[0]
+    scratch = Path(tempfile.mkdtemp(prefix="bench-sandbox-one-"))
+    kinds: list[tuple[str, Path | None]] = [("now", None)] + ([("before", before)] if before is not None else [])
+    wall: dict[str, list[float]] = {k: [] for k, _ in kinds}
+    cpu: dict[str, list[float]] = {k: [] for k, _ in kinds}
+    for number in range(rounds):
+        for label, code in kinds if number % 2 == 0 else kinds[::-1]:
+            used = resource.getrusage(resource.RUSAGE_CHILDREN)
+            wall[label].append(run_batch([task], 1, scratch / f"{label}-{number}", code))
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[label].append(after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime)
+            time.sleep(SETTLE_S)
+    print(f"one-sample runs (ispm demo --agent null --task {task}), {rounds} rounds, median (range):")
+    for label, _ in kinds:
+        w, c = wall[label], cpu[label]
+        print(
+            f"  {label:6s} wall {statistics.median(w):5.2f} s ({min(w):.2f}-{max(w):.2f})   "
+            f"CPU {statistics.median(c):5.2f} s ({min(c):.2f}-{max(c):.2f})"
+        )
+    if before is not None:
+        walls = [a / b for a, b in zip(wall["now"], wall["before"], strict=True)]
+        cpus = [a / b for a, b in zip(cpu["now"], cpu["before"], strict=True)]
+        print(
+            f"  now / before: wall {statistics.median(walls):.2f} ({min(walls):.2f}-{max(walls):.2f}), "
+            f"CPU {statistics.median(cpus):.2f} ({min(cpus):.2f}-{max(cpus):.2f})"
+        )
+
+
 def _ms(values: list[float]) -> str:
     return f"{statistics.median(values) * 1000:6.1f} ms (rounds {min(values) * 1000:.0f}-{max(values) * 1000:.0f})"
 
@@ -166,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
         "--marginal-n", type=int, default=10, metavar="N", help="samples of the smaller run (%(default)s)"
     )
     parser.add_argument("--marginal-only", action="store_true", help="only the marginal cost of a sample in a run")
+    parser.add_argument("--one-sample", type=int, default=6, metavar="ROUNDS", help="one-sample runs (%(default)s)")
+    parser.add_argument("--one-sample-only", action="store_true", help="only the one-sample runs")
     parser.add_argument(
         "--before", type=Path, metavar="CHECKOUT", help="also run an earlier checkout's ispm in the same rounds"
     )
@@ -175,7 +212,11 @@ def main(argv: list[str] | None = None) -> int:
 
     refs = ensure_images()
     if args.marginal_only:
+        one_sample_runs(args.one_sample, args.before)
         marginal(args.marginal, args.marginal_n, refs["base"].tag, refs["agent-null"].tag, args.before)
+        return 0
+    if args.one_sample_only:
+        one_sample_runs(args.one_sample, args.before)
         return 0
     base, null = refs["base"].tag, refs["agent-null"].tag
     task = catalog().tasks[0]
@@ -239,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
             rate = args.throughput / elapsed
             print(f"  concurrency {workers}: {rate:5.2f} samples/s ({elapsed:.1f} s, {failed} failed)")
         if args.marginal:
+            one_sample_runs(args.one_sample, args.before)
             marginal(args.marginal, args.marginal_n, base, null, args.before)
     finally:
         backend.sweep(RUN)
