@@ -40,3 +40,28 @@ def containers_of(run_id: str) -> list[str]:
         return [c["Id"] for c in client.api.containers(all=True, filters={"label": f"ispm.run={run_id}"})]
     finally:
         client.close()
+
+
+def run_locked_down(tag: str, entrypoint: str, args: list[str]) -> str:
+    """What ``entrypoint args`` prints in a container of ``tag`` locked down as a sample's is: no network, a read-only
+    root, a small ``/tmp``, no capabilities, no new privileges, an unprivileged user."""
+    import docker
+
+    engine = docker.from_env()
+    try:
+        out = engine.containers.run(
+            tag,
+            args,
+            entrypoint=[entrypoint],
+            environment={"HOME": "/tmp"},
+            network_mode="none",
+            read_only=True,
+            tmpfs={"/tmp": "rw,noexec,nosuid,size=64m"},
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            user="10001:10001",
+            remove=True,
+        )
+    finally:
+        engine.close()
+    return str(out.decode()).strip()

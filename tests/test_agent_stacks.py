@@ -29,7 +29,7 @@ import docker
 import pytest
 from claude_code_script import claude_code_turns, claude_responder, tool_names
 from click.testing import CliRunner
-from docker_fixtures import docker_backend
+from docker_fixtures import docker_backend, run_locked_down
 from fake_provider import FakeProvider, Seen, ToolCall, Turn, Usage, point_clients_at, total_usage
 
 from runner import paths
@@ -501,24 +501,9 @@ def test_make_images_builds_both_stacks_with_their_labels(refs: dict[str, ImageR
 @pytest.mark.docker
 @pytest.mark.slow
 def test_the_claude_code_cli_starts_in_the_lockdown(refs: dict[str, ImageRef]) -> None:
-    engine = docker.from_env()
-    try:
-        out = engine.containers.run(
-            refs["agent-claude-code"].tag,
-            ["--version"],
-            entrypoint=["/opt/claude-code/bin/claude"],
-            environment={"HOME": "/tmp"},
-            network_mode="none",
-            read_only=True,
-            tmpfs={"/tmp": "rw,noexec,nosuid,size=64m"},
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            user="10001:10001",
-            remove=True,
-        )
-    finally:
-        engine.close()
-    assert out.decode().strip() == CLAUDE_VERSION
+    assert (
+        run_locked_down(refs["agent-claude-code"].tag, "/opt/claude-code/bin/claude", ["--version"]) == CLAUDE_VERSION
+    )
 
 
 def test_vendored_tags_follow_the_pins_not_the_downloads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

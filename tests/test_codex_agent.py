@@ -22,7 +22,7 @@ from typing import Any
 
 import docker
 import pytest
-from docker_fixtures import docker_backend
+from docker_fixtures import docker_backend, run_locked_down
 from fake_provider import FakeProvider, Reply, Seen, ToolCall, Turn, Usage, openai_completion, point_clients_at
 from test_agent_stacks import (
     ANSWER,
@@ -284,23 +284,10 @@ def test_the_codex_cli_starts_in_the_lockdown(refs: dict[str, ImageRef]) -> None
     engine = docker.from_env()
     try:
         image = engine.images.get(refs["agent-codex"].tag)
-        assert (image.labels["ispm.agent.contract"], image.labels["ispm.agent.name"]) == ("ispm.agent/v1", "codex")
-        out = engine.containers.run(
-            refs["agent-codex"].tag,
-            ["--version"],
-            entrypoint=["/opt/codex/bin/codex"],
-            environment={"HOME": "/tmp"},
-            network_mode="none",
-            read_only=True,
-            tmpfs={"/tmp": "rw,noexec,nosuid,size=64m"},
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            user="10001:10001",
-            remove=True,
-        )
     finally:
         engine.close()
-    assert out.decode().strip() == CODEX_VERSION
+    assert (image.labels["ispm.agent.contract"], image.labels["ispm.agent.name"]) == ("ispm.agent/v1", "codex")
+    assert run_locked_down(refs["agent-codex"].tag, "/opt/codex/bin/codex", ["--version"]) == CODEX_VERSION
 
 
 @pytest.mark.docker
