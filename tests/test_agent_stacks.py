@@ -467,6 +467,8 @@ def test_mini_swe_agent_runs_on_an_anthropic_candidate(
     data = builder.encode(RUN, SampleKey(task_id=TASK_ID, epoch=1))
     sent = next(e for e in resolve(read_stored(data, "test"), "test") if isinstance(e, ModelCall)).request
     assert sent is not None and '"cache_control": {"type": "ephemeral"}' in json.dumps(sent.content)
+    # ...and the mark reaches the candidate on the translated Messages block, so its prefix stays cacheable.
+    assert all('"cache_control": {"type": "ephemeral"}' in json.dumps(s.body["messages"]) for s in fake.seen)
 
 
 # -- the images ------------------------------------------------------------------------------------------------

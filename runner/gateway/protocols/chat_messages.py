@@ -77,13 +77,12 @@ def chat_to_messages_request(chat: dict[str, Any], model: str) -> dict[str, Any]
             blocks = _content_blocks(msg.get("content"), i) + _tool_use_blocks(msg.get("tool_calls"), f"messages[{i}] ")
         elif role == "tool":
             role = "user"
-            blocks = [
-                {
-                    "type": "tool_result",
-                    "tool_use_id": str(msg.get("tool_call_id", "")),
-                    "content": _text_of(msg.get("content"), i),
-                }
-            ]
+            result = {
+                "type": "tool_result",
+                "tool_use_id": str(msg.get("tool_call_id", "")),
+                "content": _text_of(msg.get("content"), i),
+            }
+            blocks = [_marked(result, *_marks(msg.get("content")))]
         else:
             raise TranslationError(f"messages[{i}] has unsupported role {role!r}")
         if turns and turns[-1]["role"] == role:
@@ -125,17 +124,24 @@ def chat_to_messages_request(chat: dict[str, Any], model: str) -> dict[str, Any]
 def _system_blocks(content: Any, i: int) -> list[dict[str, Any]]:
     """A system message as Messages text blocks: one per part that carries a ``cache_control`` mark (kept, so a
     prompt prefix can be cached), else the message's text as one block."""
-    if isinstance(content, list) and any(isinstance(p, dict) and "cache_control" in p for p in content):
-        blocks = []
-        for part in _content_blocks(content, i):
-            if part["type"] != "text":
-                raise TranslationError(f"messages[{i}]: a system message holds text only")
-            blocks.append(part)
-        for block, part in zip(blocks, content, strict=True):
-            if isinstance(part, dict) and isinstance(part.get("cache_control"), dict):
-                block["cache_control"] = dict(part["cache_control"])
+    if _marks(content):
+        blocks = _content_blocks(content, i)
+        if any(b["type"] != "text" for b in blocks):
+            raise TranslationError(f"messages[{i}]: a system message holds text only")
         return blocks
     return [{"type": "text", "text": _text_of(content, i)}]
+
+
+def _marks(content: Any) -> list[dict[str, Any]]:
+    """The ``cache_control`` marks on a message's content parts (none for text content)."""
+    parts = content if isinstance(content, list) else []
+    return [p["cache_control"] for p in parts if isinstance(p, dict) and isinstance(p.get("cache_control"), dict)]
+
+
+def _marked(block: dict[str, Any], *marks: dict[str, Any]) -> dict[str, Any]:
+    """``block`` with the last of ``marks`` as its ``cache_control``: a prompt prefix the agent asked to have cached
+    stays cacheable when its chat request reaches an Anthropic candidate."""
+    return {**block, "cache_control": dict(marks[-1])} if marks else block
 
 
 def _text_of(content: Any, i: int) -> str:
@@ -155,9 +161,9 @@ def _content_blocks(content: Any, i: int) -> list[dict[str, Any]]:
     for part in content:
         kind = part.get("type") if isinstance(part, dict) else None
         if kind == "text":
-            blocks.append({"type": "text", "text": str(part.get("text", ""))})
+            blocks.append(_marked({"type": "text", "text": str(part.get("text", ""))}, *_marks([part])))
         elif kind == "image_url":
-            blocks.append(_image_block(str((part.get("image_url") or {}).get("url", ""))))
+            blocks.append(_marked(_image_block(str((part.get("image_url") or {}).get("url", ""))), *_marks([part])))
         else:
             raise TranslationError(f"messages[{i}] has unsupported content part type {kind!r}")
     return blocks
