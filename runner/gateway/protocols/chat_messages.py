@@ -69,7 +69,7 @@ def chat_to_messages_request(chat: dict[str, Any], model: str) -> dict[str, Any]
             raise TranslationError(f"messages[{i}] is not an object")
         role = msg.get("role")
         if role in ("system", "developer"):
-            system += _system_blocks(msg.get("content"), i)
+            system += _message_mark(_system_blocks(msg.get("content"), i), msg)
             continue
         if role == "user":
             blocks = _content_blocks(msg.get("content"), i)
@@ -85,6 +85,7 @@ def chat_to_messages_request(chat: dict[str, Any], model: str) -> dict[str, Any]
             blocks = [_marked(result, *_marks(msg.get("content")))]
         else:
             raise TranslationError(f"messages[{i}] has unsupported role {role!r}")
+        blocks = _message_mark(blocks, msg)
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"].extend(blocks)
         else:
@@ -130,6 +131,13 @@ def _system_blocks(content: Any, i: int) -> list[dict[str, Any]]:
             raise TranslationError(f"messages[{i}]: a system message holds text only")
         return blocks
     return [{"type": "text", "text": _text_of(content, i)}]
+
+
+def _message_mark(blocks: list[dict[str, Any]], msg: dict[str, Any]) -> list[dict[str, Any]]:
+    """``blocks`` with a mark on the whole message (litellm puts one there on a tool message whose content is text)
+    moved onto its last block, where Messages takes it."""
+    mark = msg.get("cache_control")
+    return [*blocks[:-1], _marked(blocks[-1], mark)] if isinstance(mark, dict) and blocks else blocks
 
 
 def _marks(content: Any) -> list[dict[str, Any]]:
