@@ -125,7 +125,10 @@ def test_the_demo_scores_its_tasks_on_the_checkouts_images(folder: Folder, refs:
     assert sorted(s["task_id"] for s in record["samples"]) == list(DEMO_TASKS)
     # The coverage worker is `ispm -m runner.grading.bounded_coverage`: the gold replay covers every witness table.
     assert [s["coverage"]["table_recall"] for s in record["samples"]] == [1.0] * graded
-    # The bundled build contexts give the checkout's input digests: every image was found, none rebuilt.
+    # The bundled build contexts give the checkout's input digests: the images the demo runs (and only those) were
+    # found, none rebuilt.
     made = json.loads((folder.home / ".cache" / "ispm" / "images.json").read_text(encoding="utf-8"))["images"]
-    assert {name: ref["tag"] for name, ref in made.items()} == expected_tags() == {n: r.tag for n, r in refs.items()}
+    assert set(made) == {"base", "agent-replay"}
+    assert {name: ref["tag"] for name, ref in made.items()} == {name: refs[name].tag for name in made}
+    assert expected_tags() == {n: r.tag for n, r in refs.items()}
     assert not any(ref["built"] for ref in made.values())
