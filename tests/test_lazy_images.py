@@ -38,6 +38,15 @@ def test_a_named_image_needs_only_its_parents() -> None:
         needed_specs(["agent-nope"])
 
 
+def test_images_are_built_in_generations_each_after_its_parent() -> None:
+    found = images.generations(needed_specs(None))
+    assert [[s.name for s in g] for g in found][0] == ["base"]
+    assert {s.name for s in found[1]} == {s.name for s in images.SPECS} - {"base"}
+    child = images.ImageSpec("agent-child", "agents/child", parent="agent-null")
+    names = [[s.name for s in g] for g in images.generations([*images.SPECS[:2], child])]
+    assert names == [["base"], ["agent-null"], ["agent-child"]]
+
+
 def test_make_demo_does_not_build_every_image() -> None:
     done = subprocess.run(["make", "-n", "--no-print-directory", "demo"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

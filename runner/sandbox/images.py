@@ -33,6 +33,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,8 @@ from runner.world.digest import file_sha256
 _log = log.get(__name__)
 
 DIGEST_SCHEME = "ispm-images/1"
+# Images built at once within a generation: two cores here, and each build waits on pip and the engine's disk.
+BUILD_WORKERS = 3
 REPOSITORY_PREFIX = "ispm/"
 # Labels on every image we make, so a sweep can find them and an audit can check the digest.
 LABEL_DIGEST = "ispm.input-digest"
@@ -399,6 +402,19 @@ def _write_record(refs: dict[str, ImageRef]) -> None:
     os.replace(scratch, target)
 
 
+def generations(specs: Iterable[ImageSpec]) -> list[list[ImageSpec]]:
+    """``specs`` (parents first) in generations: the images without a parent among them, then their children, and
+    so on; an image's parent is always in an earlier generation."""
+    depth: dict[str, int] = {}
+    out: list[list[ImageSpec]] = []
+    for spec in specs:
+        level = depth[spec.parent] + 1 if spec.parent in depth else 0
+        depth[spec.name] = level
+        out += [[] for _ in range(level + 1 - len(out))]
+        out[level].append(spec)
+    return out
+
+
 def needed_specs(names: Iterable[str] | None = None) -> list[ImageSpec]:
     """The specs of the images ``names`` and of their parents, parents first; every spec when ``names`` is None.
 
@@ -442,8 +458,15 @@ def ensure_images(
     refs: dict[str, ImageRef] = {}
     with build_lock():
         digests = _digests(files, upstream)
-        for spec in specs:
-            refs[spec.name] = _ensure_one(engine, spec, digests[spec.name], files, refs, upstream)
+        for generation in generations(specs):
+            # Images of one generation share no inputs: the third-party agents' builds (pip, the engine's layer
+            # writes) overlap instead of queueing, which is most of a cold `make images`. Those are the long ones,
+            # so they start first.
+            first = sorted(generation, key=lambda spec: spec.vendor is None)
+            with ThreadPoolExecutor(max_workers=BUILD_WORKERS, thread_name_prefix="ispm-image") as pool:
+                made = pool.map(lambda s: _ensure_one(engine, s, digests[s.name], files, refs, upstream), first)
+                refs.update({ref.name: ref for ref in made})
+        refs = {spec.name: refs[spec.name] for spec in specs}  # in SPECS order, whatever order they were made in
         kept = {n: r for n, r in _recorded().items() if n in digests and r.input_digest == digests[n]}
         _write_record({n: (refs.get(n) or kept[n]) for n in digests if n in refs or n in kept})
     return refs
