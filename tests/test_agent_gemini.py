@@ -11,7 +11,10 @@ the SDK sends, and the sample's transcript (read back as its timeline after a wh
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,12 +22,13 @@ from pathlib import Path
 import docker
 import pytest
 from docker_fixtures import docker_backend
-from fake_provider import FakeProvider, ToolCall, Turn, Usage, point_clients_at
+from fake_provider import FakeProvider, Reply, Seen, ToolCall, Turn, Usage, openai_completion, point_clients_at
 from test_agent_stacks import ANSWER, SETTINGS, SQL, assert_the_investigation_succeeded, make_spec, run_with_gateway
 
 from runner.gateway.server import Gateway
 from runner.paths import tasks_dir
 from runner.pipeline import start_run
+from runner.record.model import RunRecord
 from runner.run.calibration import CALIBRATION_JUDGES
 from runner.run.spec import RunSpec
 from runner.sandbox import images
@@ -43,6 +47,7 @@ TASK_ID = "ispm-001"
 GEMINI_MARKER = f"gk-stacks-gemini-{uuid.uuid4().hex}"
 OPENAI_MARKER = f"sk-stacks-openai-{uuid.uuid4().hex}"
 MODEL = "gemini-scripted-1"
+ISPM = Path(sys.executable).with_name("ispm")
 # Gemini sends no call ids: the agent must answer each call by name, and the gateway pass that through.
 TURNS = [
     Turn(text="", tool_calls=[ToolCall("run_sql", {"sql": SQL})], usage=Usage(101, 11)),
@@ -179,3 +184,28 @@ def test_the_image_carries_the_contract_label_and_its_name(refs: dict[str, Image
 
 def test_the_short_name_gemini_names_the_image(refs: dict[str, ImageRef]) -> None:
     assert resolve_image("gemini") == refs["agent-gemini"].tag
+
+
+def test_ispm_run_with_agent_image_gemini_completes_a_sample(refs: dict[str, ImageRef], tmp_path: Path) -> None:
+    """What a user types: ``ispm run --agent-image gemini``, the real process, against the scripted fake (its
+    generateContent turns for the agent; a chat reply for preflight's probe of the candidate)."""
+    script = list(TURNS)
+
+    def answer(seen: Seen) -> Turn | Reply:
+        if "GenerateContent" in seen.path or "generateContent" in seen.path:
+            return script.pop(0)
+        return Reply(body=openai_completion("ok", model=MODEL))
+
+    with FakeProvider(responder=answer) as fake:
+        env = {**os.environ, "GEMINI_API_KEY": GEMINI_MARKER, "GEMINI_BASE_URL": fake.gemini_base}
+        args = ["run", "--agent-image", "gemini", "--candidate", f"google/{MODEL}", "--task", TASK_ID]
+        args += ["--judge", "ref#1", "--judge", "ref#2", "--epochs", "1", "--run-dir", str(tmp_path / "run")]
+        done = subprocess.run([str(ISPM), *args], capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    record = RunRecord.model_validate_json((tmp_path / "run" / "record.json").read_text(encoding="utf-8"))
+    (sample,) = record.samples
+    assert sample.status == "ok", sample.error
+    assert sample.queries_declared == [SQL] and script == []
+    assert sample.agent is not None
+    assert (sample.agent.requests, sample.agent.input_tokens, sample.agent.output_tokens) == (2, 303, 33)
+    assert [(c.api, c.stream, c.outcome) for c in sample.agent_calls] == [("gemini", True, "ok")] * 2
