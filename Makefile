@@ -66,14 +66,14 @@ postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 	    { apt-get update && apt-get install -y --no-install-recommends postgresql; }
 
-# Everything, as CI runs it: the real Docker engine, chromium, PostgreSQL and Ray clusters on loopback. The tests that
-# need none of them run first, on several processes; the others one at a time, as they share the engine. Both halves
-# always run; the target fails if either did.
-LANE_PARTS := docker or browser or postgres or ray
+# Everything, as CI runs it: the real Docker engine, chromium, PostgreSQL and Ray clusters on loopback. One session
+# on three workers, each taking whole files (module fixtures are made once), the files with a slow test first
+# (tests/lanes.py): the tests that wait on the engine, a cluster or a browser leave the CPU to those that do not.
+TEST_WORKERS ?= 3
 test: $(STAMP) images browser postgres
-	@$(BIN)/python -m pytest -q -n auto -m "not ($(LANE_PARTS))"; fast=$$?; \
-	    $(BIN)/python -m pytest -q --durations=25 -m "$(LANE_PARTS)"; slow=$$?; \
-	    [ $$fast -eq 0 ] && [ $$slow -eq 0 ]
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
+
+LANE_PARTS := docker or browser or postgres or ray
 
 # The fast lane: every test that needs no Docker, browser, PostgreSQL or Ray (tests/lanes.py). A test that reaches for
 # one without its marker fails here by name: Docker points at no engine and the other parts refuse to start.

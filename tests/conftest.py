@@ -9,6 +9,7 @@ from pathlib import Path
 
 import loopback_cluster  # noqa: F401  # before anything imports Ray: it sets what keeps test clusters on loopback
 import pytest
+from lanes import heaviest_files_first
 
 from runner.paths import tasks_dir, world_dir
 from runner.sandbox.images import ImageRef, ensure_images
@@ -24,6 +25,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if DOCKER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.docker)
+    heaviest_files_first(items)
 
 
 @pytest.fixture(scope="session")

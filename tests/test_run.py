@@ -321,15 +321,6 @@ def test_calibration_pair_on_a_subset(tmp_path: Path, agent: str, expected: floa
 
 
 @pytest.mark.docker
-@pytest.mark.slow
-def test_gold_replay_of_every_task_scores_full_answer_correctness(tmp_path: Path) -> None:
-    record = run_calibration("replay", run_dir=tmp_path / "run").record
-    assert record.scores is not None
-    assert record.samples_graded == 127
-    assert record.scores.dimensions["answer_correctness"].mean == 1.0
-
-
-@pytest.mark.docker
 def test_kill_9_mid_run_then_resume_finishes_without_duplicates_or_leftovers(tmp_path: Path) -> None:
     import subprocess
     import sys
