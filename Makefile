@@ -27,7 +27,7 @@ runner-image: $(STAMP) images
 	$(BIN)/python -m runner.sandbox.runner_image
 
 # One single-file `ispm` for a host with only Docker: the world, the tasks and the grader (runner/binary.py, PyInstaller
-# pinned by the `binary` extra). Cached by a digest of its inputs under .cache/binary/; dist/ispm is a copy of it.
+# pinned by the `binary` extra). Cached by a digest of its inputs under ~/.cache/ispm/binary/ (shared by checkouts); dist/ispm is a copy of it.
 $(BINARY_STAMP): $(STAMP)
 	$(BIN)/pip install --quiet -e '.[binary]'
 	touch $(BINARY_STAMP)
@@ -70,7 +70,10 @@ postgres:
 # on three workers, each taking whole files (module fixtures are made once), the files with a slow test first
 # (tests/lanes.py): the tests that wait on the engine, a cluster or a browser leave the CPU to those that do not.
 TEST_WORKERS ?= 3
+# The runner's bytecode is compiled first: the suite starts hundreds of Python processes (the CLI, Ray's workers, the
+# board's), and where PYTHONDONTWRITEBYTECODE is set none of them would keep what it compiled.
 test: $(STAMP) images browser postgres
+	$(BIN)/python -m compileall -q -j0 runner
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
 
 LANE_PARTS := docker or browser or postgres or ray

@@ -12,8 +12,9 @@ Not inside: Ray (``ispm run --backend ray`` needs the ``cluster`` extra on a Pyt
 SDKs.
 
 A build is cached, like the sandbox images, by a digest of its inputs: every file it is built from, the
-interpreter and the installed packages (PyInstaller among them). The executable is kept at
-``.cache/binary/<digest12>/ispm`` and copied to ``dist/ispm``; unchanged inputs are never rebuilt.
+interpreter and the installed packages (PyInstaller among them). The executable is kept in the user's cache folder,
+``~/.cache/ispm/binary/<digest12>/ispm`` (shared by every checkout, as the engine shares the images), and copied to
+``dist/ispm``; unchanged inputs are never rebuilt, whichever checkout asks.
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+import platformdirs
 from filelock import FileLock
 from pydantic import BaseModel, ConfigDict
 
-from runner import log, paths
+from runner import log
 from runner.errors import IspmError
 from runner.sandbox.build import canonical_digest, file_entries, run_logged
 from runner.world.digest import file_sha256
@@ -84,7 +86,7 @@ class BinaryBuild(BaseModel):
     path: Path
     """``dist/ispm``: a copy of the cached build."""
     cached: Path
-    """The build in the cache, ``.cache/binary/<digest12>/ispm``."""
+    """The build in the cache, ``~/.cache/ispm/binary/<digest12>/ispm``."""
     input_digest: str
     """``sha256:<hex>`` over the build's inputs."""
     sha256: str
@@ -164,8 +166,12 @@ def pyinstaller_args(work: Path, root: Path = ROOT) -> list[str]:
 
 
 def cache_root() -> Path:
-    """Where built executables are kept, one folder per input digest."""
-    return paths.cache_dir() / "binary"
+    """Where built executables are kept, one folder per input digest: the user's cache folder, not the checkout's.
+
+    The digest names every input, paths relative to the checkout, so a fresh clone of the same sources with the same
+    packages reuses a build another checkout made (a cold build is minutes of CPU).
+    """
+    return Path(platformdirs.user_cache_dir("ispm")) / "binary"
 
 
 def ensure_binary(root: Path = ROOT, dist: Path | None = None) -> BinaryBuild:
@@ -209,7 +215,7 @@ def _build(root: Path, cached: Path, digest: str) -> None:
         os.replace(work / "dist" / NAME, cached)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    # Older builds (and their logs) are for sources that are gone: only the current one is kept.
+    # Older builds (and their logs) are for other sources: only the newest is kept (about 100 MB each).
     for other in cache_root().iterdir():
         if other.is_dir() and other != cached.parent and not other.name.startswith("work-"):
             shutil.rmtree(other, ignore_errors=True)

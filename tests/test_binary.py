@@ -1,7 +1,7 @@
 """The single-file ``ispm`` (``make binary``) runs from an empty folder on a host with Docker and nothing else.
 
 The executable is built by the code ``make binary`` runs (:func:`runner.binary.ensure_binary`), which reuses the
-build cached under ``.cache/binary/`` while no input changed: only the first run after a change pays for PyInstaller.
+build cached under ``~/.cache/ispm/binary/`` while no input changed: only the first run after a change pays for PyInstaller.
 Each command runs in a bare environment (``env -i`` with a minimal ``PATH`` and a fresh ``HOME``), no virtualenv
 and no source tree in sight. The signed bundle is the session's gold run, bundled and signed here with a fresh
 Ed25519 key, as a board would.
