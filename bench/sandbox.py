@@ -14,18 +14,21 @@
   that cannot hold the engine's volumes uses).
 - **Throughput.** ``--throughput`` null samples at concurrency 1, 2 and 4 (threads, one backend), as
   samples per second.
-- **Marginal cost of a sample in a run** (``--marginal``, or alone with ``--marginal-only``): whole null-agent runs as
-  a user starts them (``ispm demo --agent null``, a fresh process: start-up, preflight, journal, grading, record and
-  report included) of N and 2N samples, against N and 2N bare ``docker run --rm --network none`` of the base image
-  (``true``) at the same concurrency (threads), at concurrency 1 and 2. A sample's marginal cost is the difference
-  over N; the run's fixed cost (before its first sample and after its last) is what is left: 2 T(N) - T(2N). The
-  batches of a round run back to back in an order that rotates each round, so drift and the other loads of a
-  shared machine hit each alike; each round gives one ratio, and the spread of the rounds says how noisy the
-  machine was. Targets: a sample's marginal cost at most 1.15x the bare run's; the fixed cost at most 1.35 s (half
-  of the 2.7 s measured before). For context, the null agent under a plain ``docker run`` (the same Python start in
-  the container as in the runner's samples) is measured in the same rounds. First, one-sample runs (mostly fixed
-  cost), their wall and CPU seconds: CPU hardly moves with a shared machine's other loads. ``--before CHECKOUT``
-  runs an earlier checkout's ``ispm`` in the same rounds, for both.
+- **Marginal cost of a sample in a run** (``--marginal``, or alone with ``--marginal-only``): whole null-agent runs
+  as a user starts them (``ispm demo --agent null``, a fresh process: start-up, preflight, journal, grading, record
+  and report included; its backend removes each sample behind it and waits for the removals before the record, so
+  the process's exit still comes after every removal) of N and 2N samples, against N and 2N bare ``docker run --rm
+  --network none`` of the base image (``true``) at the same concurrency (threads), at concurrency 1 and 2. A
+  sample's marginal cost is the difference over N; the run's fixed cost (before its first sample and after its last)
+  is what is left: 2 T(N) - T(2N). The batches of a round run back to back in an order that rotates each round, so
+  drift and the other loads of a shared machine hit each alike; each round gives one ratio, and the spread of the
+  rounds says how noisy the machine was. Targets: a sample's marginal cost at most 1.15x the bare run's; the fixed
+  cost at most 1.35 s (half of the 2.7 s measured before). For context, the null agent under a plain ``docker run``
+  (the same Python start in the container as in the runner's samples) is measured in the same rounds. With
+  ``--before``, the earlier checkout's runs use its own null-agent image (its tag), so a change to the agent counts
+  in the comparison. First, one-sample runs (mostly fixed cost), their wall and CPU seconds: CPU hardly moves with a
+  shared machine's other loads. ``--before CHECKOUT`` runs an earlier checkout's ``ispm`` in the same rounds, for
+  both.
 
 Bounded loops on the local engine only. It prints figures; it asserts nothing.
 """

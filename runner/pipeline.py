@@ -505,7 +505,8 @@ def _sample_runner(
             )
             gateway = owned.enter_context(closing(Gateway(spec.needed_model, caps=caps)))
         if backend is None:
-            backend = owned.enter_context(closing(make_backend(spec.backend, board=board)))
+            # Closed before the record is written: closing waits for the samples' removals, done behind them.
+            backend = owned.enter_context(closing(make_backend(spec.backend, board=board, remove_behind=True)))
         yield HostRunner(backend, gateway, board=board), _journals_nothing
 
 

@@ -17,17 +17,21 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import docker
 import pytest
+import structlog
 from docker_fixtures import archive_backend, docker_backend
 from fake_provider import OPENAI_MODEL, FakeProvider
 
 from runner.contract import Answer
+from runner.errors import SandboxError
 from runner.gateway.model import ClientSettings
 from runner.gateway.server import Gateway
 from runner.paths import tasks_dir
@@ -40,6 +44,7 @@ from runner.sandbox.backend import (
     LABEL_SANDBOX,
     OWNER_FILE,
     Backend,
+    Removals,
     SampleSpec,
     gateway_link,
     owner_id,
@@ -259,6 +264,66 @@ def test_no_labelled_resources_are_left(docker_backend: DockerBackend, refs: dic
     containers, volumes = leftovers()
     assert containers == [] and volumes == []
     assert not any(process_scratch().glob("*/task"))  # each sample's folder went with it
+
+
+@pytest.mark.docker
+def test_samples_removed_behind_them_leave_nothing_once_the_backend_waits(
+    refs: dict[str, ImageRef], task: Task
+) -> None:
+    backend = DockerBackend(sweep_on_start=False, remove_behind=True)
+    try:
+        for epoch in (1, 2, 3):
+            out = backend.run_sample(make_spec(task, refs["agent-null"].tag, epoch=epoch))
+            assert (out.status, out.error) == ("ok", None)
+        backend.wait_removed()
+        assert leftovers() == ([], [])
+        assert not any(process_scratch().glob("*/task"))
+        # A sample whose container still runs (the keeper's, in the keeper layout) is removed before run_sample
+        # returns, never behind it.
+        backend.holds_output = False
+        assert backend.run_sample(make_spec(task, refs["agent-null"].tag, epoch=4)).status == "ok"
+        assert leftovers() == ([], [])
+        assert not any(process_scratch().glob("*/task"))
+        assert backend.run_sample(make_spec(task, refs["agent-null"].tag, epoch=5)).status == "ok"
+    finally:
+        backend.close()  # waits for the removals behind the samples
+    assert leftovers() == ([], [])
+
+
+def test_removals_behind_wait_for_room_and_a_failed_one_is_logged_for_the_sweep() -> None:
+    removals = Removals(bound=2)
+    release = threading.Event()
+    done: list[str] = []
+
+    def slow(name: str) -> Callable[[], None]:
+        def remove() -> None:
+            release.wait(10)
+            done.append(name)
+
+        return remove
+
+    def failing() -> None:
+        raise SandboxError("cleanup failed: volume: in use", sample_id="t.e3")
+
+    assert removals.hand_over(slow("t.e1"), "t.e1", "r") and removals.hand_over(slow("t.e2"), "t.e2", "r")
+    third = threading.Thread(target=removals.hand_over, args=(failing, "t.e3", "r"))
+    third.start()
+    third.join(0.3)
+    assert third.is_alive() and done == []  # two waiting: the third sample's thread waits for room
+    with structlog.testing.capture_logs() as logged:
+        release.set()
+        third.join(10)
+        assert not third.is_alive()
+        assert removals.hand_over(slow("t.e4"), "t.e4", "r")
+        removals.wait()
+    assert done == ["t.e1", "t.e2", "t.e4"]
+    failed = [e for e in logged if e["event"] == "sandbox.remove_failed"]
+    assert [(e["sample"], e["run"], e["left_to"]) for e in failed] == [("t.e3", "r", "sweep")]
+    assert "in use" in failed[0]["error"]
+    removals.close()
+    assert removals.hand_over(slow("t.e5"), "t.e5", "r")  # a hand-over after close starts a new thread
+    removals.close()
+    assert done[-1] == "t.e5"
 
 
 @pytest.mark.docker

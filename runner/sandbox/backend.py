@@ -25,7 +25,9 @@ import tempfile
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_for
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
@@ -488,12 +490,82 @@ class BackendFailed(SandboxError):
     host's fault, not the agent's, so the run stops (``interrupted``, resumable) and the sample is not journaled."""
 
 
+REMOVALS_BEHIND = 4
+"""How many samples' removals may wait behind their samples at once: a sample that ends when that many wait has its
+thread wait for room, so removals never pile up."""
+
+
+class Removals:
+    """Samples' removals done behind them, one at a time on a thread of the backend's, at most ``bound`` waiting.
+
+    A removal that fails is logged with its sample's id and left to the sweep (the run's and every start's), as an
+    inline one is. The thread is a pool worker's: the interpreter waits for it at exit, so nothing handed over is
+    dropped even if :meth:`wait` is never called.
+    """
+
+    def __init__(self, bound: int = REMOVALS_BEHIND) -> None:
+        """No removal waiting yet; the thread starts with the first."""
+        self._room = threading.BoundedSemaphore(bound)
+        self._lock = threading.Lock()
+        self._pending: set[Future[None]] = set()
+        self._pool: ThreadPoolExecutor | None = None
+
+    def hand_over(self, remove: Callable[[], None], sample_id: str, run_id: str) -> bool:
+        """Queue ``remove`` (waiting for room first); False if it cannot be queued (the interpreter is ending):
+        the caller removes inline then."""
+        self._room.acquire()
+        try:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-remove")
+                future = self._pool.submit(_remove_logged, remove, sample_id, run_id)
+                self._pending.add(future)
+        except RuntimeError:  # the pool no longer takes work: the interpreter is shutting down
+            self._room.release()
+            return False
+        future.add_done_callback(self._done)
+        return True
+
+    def _done(self, future: Future[None]) -> None:
+        with self._lock:
+            self._pending.discard(future)
+        self._room.release()
+
+    def wait(self) -> None:
+        """Return once every removal handed over so far has ended (removed, or failed and logged)."""
+        with self._lock:
+            pending = list(self._pending)
+        wait_for(pending)
+
+    def close(self) -> None:
+        """Wait for every removal handed over, and end the thread (a later hand-over starts another)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+
+def _remove_logged(remove: Callable[[], None], sample_id: str, run_id: str) -> None:
+    started = time.perf_counter()
+    try:
+        remove()
+    except SandboxError as exc:
+        _log.error("sandbox.remove_failed", sample=sample_id, run=run_id, error=str(exc), left_to="sweep")
+    except Exception as exc:  # a bug must not end the thread silently: the sweep still removes what is left
+        _log.exception("sandbox.remove_crashed", sample=sample_id, run=run_id, error=str(exc), left_to="sweep")
+    else:
+        _log.debug("sandbox.removed", sample=sample_id, run=run_id, seconds=round(time.perf_counter() - started, 4))
+
+
 class Backend(ABC, Generic[H]):
     """One way of running samples. Subclasses implement the four phases; callers use :meth:`run_sample`."""
 
     name: ClassVar[str]
     isolates: ClassVar[bool]
     """False for a backend that must never serve an official run."""
+    removals: Removals | None = None
+    """Where the removal of a sample that no longer runs anything goes, behind it (``None``: inline, before
+    :meth:`run_sample` returns). A backend that has one waits for them in :meth:`close` and :meth:`wait_removed`."""
 
     def fault(self) -> str | None:
         """Why this backend cannot run samples now, through no fault of a sample's (its engine stopped); ``None``
@@ -551,15 +623,29 @@ class Backend(ABC, Generic[H]):
         removed, failures = sweep_scratch()
         return SweepReport(directories=removed, failures=failures)
 
+    def removable_behind(self, handle: H) -> bool:
+        """Whether nothing of the sample runs any more, so its removal may wait behind it. The default: never."""
+        return False
+
+    def wait_removed(self) -> None:
+        """Return once every sample run so far is removed (or its removal failed and was logged for the sweep)."""
+        if self.removals is not None:
+            self.removals.wait()
+
     def close(self) -> None:
-        """Release the backend's own resources (connections). The default does nothing."""
+        """Wait for the removals behind the samples, then release the backend's own resources (connections)."""
+        if self.removals is not None:
+            self.removals.close()
 
     def run_sample(self, spec: SampleSpec) -> SampleOutput:
         """Create, run, collect and remove one sample; never raises for a sample's own failure.
 
         A ``SandboxError`` in any phase becomes a ``sandbox_error`` sample with the message as its error, so
         the caller carries on with the next sample. ``remove`` always runs; if it fails the output says so
-        in its notes.
+        in its notes. With :attr:`removals`, a sample that no longer runs anything (:meth:`removable_behind`) is
+        handed over to be removed behind it and ``timings.remove`` is the hand-over (waiting for room included); a
+        failure of that removal is logged and left to the sweep. :meth:`wait_removed` and :meth:`close` wait for
+        them.
         """
         timings = SampleTimings()
         handle: H | None = None
@@ -577,15 +663,24 @@ class Backend(ABC, Generic[H]):
             output = SampleOutput(task_id=spec.task_id, epoch=spec.epoch, status="sandbox_error", error=str(exc))
         finally:
             if handle is not None:
-                started = time.perf_counter()
-                try:
-                    self.remove(handle)
-                except SandboxError as exc:
-                    _log.error("sandbox.remove_failed", sample=spec.sample_id, run=spec.run_id, error=str(exc))
-                    if output is not None:
-                        output.notes.append(f"cleanup failed (a sweep will retry): {exc}")
-                timings.remove = time.perf_counter() - started
                 timings.start, timings.agent = handle.timings.start, handle.timings.agent
+                started = time.perf_counter()
+                if not self._remove_behind(handle):
+                    try:
+                        self.remove(handle)
+                    except SandboxError as exc:
+                        _log.error("sandbox.remove_failed", sample=spec.sample_id, run=spec.run_id, error=str(exc))
+                        if output is not None:
+                            output.notes.append(f"cleanup failed (a sweep will retry): {exc}")
+                timings.remove = time.perf_counter() - started
         assert output is not None  # every path above either set it or raised past this point
         output.timings = SampleTimings(**{k: round(v, 4) for k, v in timings.model_dump().items()})
         return output
+
+    def _remove_behind(self, handle: H) -> bool:
+        # Only a sample that runs nothing any more: one still running (a keeper, an agent past a failed start) is
+        # removed before run_sample returns, as it ends the agent.
+        if self.removals is None or not self.removable_behind(handle):
+            return False
+        spec = handle.spec
+        return self.removals.hand_over(lambda: self.remove(handle), spec.sample_id, spec.run_id)

@@ -49,14 +49,16 @@ def resolve_image(image: str) -> str:
     return tags.get(name, image)
 
 
-def make_backend(name: BackendName, *, board: str | None = None) -> Backend[Any]:
-    """A backend by name; ``board``'s (its start sweep touches only that board's sandboxes), if given.
+def make_backend(name: BackendName, *, board: str | None = None, remove_behind: bool = False) -> Backend[Any]:
+    """A backend by name; ``board``'s (its start sweep touches only that board's sandboxes), if given; with
+    ``remove_behind``, a Docker backend removes each stopped sample behind it, and its :meth:`~Backend.close` waits
+    for those removals (a run's backend: the next sample need not wait for the last one's removal).
 
     Raises:
         SandboxError: Docker is not reachable (``docker``), or the name is unknown.
     """
     if name == "docker":
-        return DockerBackend(board=board)
+        return DockerBackend(board=board, remove_behind=remove_behind)
     if name == "local":
         return LocalBackend()
     raise SandboxError(f"unknown sandbox backend {name!r}; use docker or local")

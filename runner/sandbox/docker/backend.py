@@ -24,6 +24,7 @@ from runner.errors import SandboxError
 from runner.sandbox import forwarder
 from runner.sandbox.backend import (
     Backend,
+    Removals,
     SampleSpec,
     SweepReport,
     gateway_env,
@@ -58,9 +59,14 @@ class DockerBackend(Backend[DockerSample]):
         direct_read: bool = True,
         hold_output: bool = True,
         board: str | None = None,
+        remove_behind: bool = False,
     ) -> None:
         """Connect to the engine and (by default) sweep what dead runners left behind (of ``board`` only, if given:
         a board's backend never sweeps another board's sandboxes on a shared engine).
+
+        ``remove_behind`` removes each sample whose container has stopped on a thread of the backend's, behind the
+        sample (:class:`~runner.sandbox.backend.Removals`): its container, volume and host folder are gone once
+        :meth:`wait_removed` or :meth:`close` returns, not when ``run_sample`` does. A run's backend does that.
 
         ``direct_read`` lets collection read ``/output`` from the volume's host mount point when this process
         can see it (same host and mount namespace as the engine, and allowed to read it); otherwise, or
@@ -83,14 +89,20 @@ class DockerBackend(Backend[DockerSample]):
             self._pids_hierarchy = None
         self._init = find_init() if direct_read and hold_output else None
         self.holds_output = self._init is not None
+        self.removals = Removals() if remove_behind else None
         """Whether new samples use the held layout (cleared if a volume turns out not to be holdable)."""
         if sweep_on_start:
             engine.sweep(self.client, board=board, orphans_only=True)
             cgroup.sweep(self._pids_hierarchy)
 
     def close(self) -> None:
-        """Close the engine connection."""
+        """Wait for the removals behind the samples, then close the engine connection."""
+        super().close()
         self.client.close()
+
+    def removable_behind(self, handle: DockerSample) -> bool:
+        """Whether the sample's container has stopped: its agent, and everything it started, has ended."""
+        return handle.layout is not None and handle.layout.stopped()
 
     def fault(self) -> str | None:
         """Why the engine cannot run samples now (it does not answer); ``None`` when it answers."""

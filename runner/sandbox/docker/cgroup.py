@@ -50,11 +50,12 @@ class SampleCgroup:
         """Remove the parent's folders (empty once the container is gone; a failure is logged, never raised)."""
         for root in self.hierarchies:
             folder = root / self.parent.lstrip("/")
-            with contextlib.suppress(FileNotFoundError):
-                try:
-                    folder.rmdir()
-                except OSError as exc:
-                    _log.warning("sandbox.cgroup_not_removed", folder=str(folder), error=str(exc))
+            try:
+                folder.rmdir()
+            except FileNotFoundError:
+                pass  # never made in this hierarchy, or already swept (an empty parent is another start's to sweep)
+            except OSError as exc:
+                _log.warning("sandbox.cgroup_not_removed", folder=str(folder), error=str(exc))
 
 
 def pids_hierarchy(engine_info: dict[str, Any], root: Path = CGROUP_ROOT) -> tuple[Path, tuple[Path, ...]] | None:

@@ -70,6 +70,8 @@ class HeldLayout:
         self.output_fd: int | None = None
         self.pids_full = False
         """Whether the pids limit was reached at the time limit (a stopped container has no pids to count)."""
+        self.ended = False
+        """Whether the engine reported the container's end (the agent is its main process: nothing runs after)."""
 
     def prepare(self, bin_dir: Path) -> None:
         """Copy the init into ``bin_dir``, execute-only for the agent."""
@@ -150,7 +152,9 @@ class HeldLayout:
             self.pids_full = pids_exhausted(self.api, cid)
             self._kill()
             waiter.join(_KILL_WAIT_S)
+            self.ended = "status" in ended
             return AgentEnd(timed_out=True)
+        self.ended = "status" in ended
         if "error" in ended:
             raise SandboxError(f"cannot wait for the agent: {ended['error']}", sample_id=spec.sample_id)
         return AgentEnd(exit_code=int(ended["status"]["StatusCode"]))
@@ -222,6 +226,10 @@ class HeldLayout:
             return files_from_dir(Path(f"/proc/self/fd/{self.output_fd}"), spec.limits)
         except OSError as exc:
             raise SandboxError(f"cannot read /output: {exc}", sample_id=spec.sample_id) from exc
+
+    def stopped(self) -> bool:
+        """Whether the engine reported the container's end."""
+        return self.ended
 
     def release(self) -> None:
         """Close the held descriptor, which frees the tmpfs (unmounted since the container stopped)."""

@@ -167,6 +167,10 @@ class KeeperLayout:
         if not (clean and self.direct):
             self._freeze()
 
+    def stopped(self) -> bool:
+        """Never: the keeper runs until the container is removed (and a frozen agent would go on after a thaw)."""
+        return False
+
     def pids_reached(self) -> bool:
         """Counted now: the keeper keeps the container, and its pids, alive."""
         return pids_exhausted(self.api, self.sample.container)

@@ -86,6 +86,9 @@ class Layout(Protocol):
             SandboxError: ``/output`` could not be read.
         """
 
+    def stopped(self) -> bool:
+        """Whether the container is known to have stopped, so nothing of the sample runs any more."""
+
     def release(self) -> None:
         """Let go of what the layout holds on the host (after the container is gone)."""
 
