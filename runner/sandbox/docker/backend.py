@@ -89,8 +89,8 @@ class DockerBackend(Backend[DockerSample]):
             self._pids_hierarchy = None
         self._init = find_init() if direct_read and hold_output else None
         self.holds_output = self._init is not None
-        self.removals = Removals() if remove_behind else None
         """Whether new samples use the held layout (cleared if a volume turns out not to be holdable)."""
+        self.removals = Removals() if remove_behind else None
         if sweep_on_start:
             engine.sweep(self.client, board=board, orphans_only=True)
             cgroup.sweep(self._pids_hierarchy)
